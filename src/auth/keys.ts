@@ -1,0 +1,138 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Clock } from '../clock.js';
+import type { Db, Tx } from '../db/driver.js';
+import { DomainError, invalid, notFound } from '../errors.js';
+import { newId } from '../ids.js';
+import { iso } from '../util/time.js';
+import { isScope } from './scopes.js';
+
+export const KEY_PREFIX = 'm2m_live_';
+
+export interface Principal {
+  apiKeyId: string;
+  tenantId: string;
+  scopes: string[];
+}
+
+export interface ApiKeyView {
+  apiKeyId: string;
+  name: string;
+  keyPrefix: string;
+  scopes: string[];
+  expiresAt: string | null;
+  revokedAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+interface KeyRow {
+  id: string;
+  tenant_id: string;
+  name: string;
+  key_prefix: string;
+  scopes: string[];
+  expires_at: Date | null;
+  revoked_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** Called in the same transaction whenever a key is revoked or its scopes change (webhooks cancel deliveries). */
+export type KeyChangeHook = (tx: Tx, change: { tenantId: string; apiKeyId: string; scopes: string[]; revoked: boolean }) => Promise<void>;
+
+export function hashKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+function toView(row: KeyRow): ApiKeyView {
+  return {
+    apiKeyId: row.id,
+    name: row.name,
+    keyPrefix: row.key_prefix,
+    scopes: row.scopes,
+    expiresAt: iso(row.expires_at) ?? null,
+    revokedAt: iso(row.revoked_at) ?? null,
+    createdAt: iso(row.created_at)!,
+    updatedAt: iso(row.updated_at)!,
+  };
+}
+
+function checkScopes(scopes: string[]): string[] {
+  const unknown = scopes.filter((scope) => !isScope(scope));
+  if (unknown.length > 0) throw invalid('body.scopes', `unknown scopes: ${unknown.join(', ')}`);
+  return [...new Set(scopes)].sort();
+}
+
+export class ApiKeyService {
+  private readonly hooks: KeyChangeHook[] = [];
+
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+  ) {}
+
+  onChange(hook: KeyChangeHook): void {
+    this.hooks.push(hook);
+  }
+
+  /** Resolves a bearer key to its principal; undefined for unknown, revoked or expired keys. */
+  async authenticate(key: string): Promise<Principal | undefined> {
+    if (!key.startsWith(KEY_PREFIX) || key.length > 200) return undefined;
+    const rows = await this.db.query<Pick<KeyRow, 'id' | 'tenant_id' | 'scopes' | 'expires_at' | 'revoked_at'>>(
+      'SELECT id, tenant_id, scopes, expires_at, revoked_at FROM api_keys WHERE key_hash = $1',
+      [hashKey(key)],
+    );
+    const row = rows[0];
+    if (!row || row.revoked_at) return undefined;
+    if (row.expires_at && row.expires_at.getTime() <= this.clock.now().getTime()) return undefined;
+    return { apiKeyId: row.id, tenantId: row.tenant_id, scopes: row.scopes };
+  }
+
+  async create(tenantId: string, input: { name: string; scopes: string[]; expiresAt?: string }): Promise<ApiKeyView & { key: string }> {
+    const scopes = checkScopes(input.scopes);
+    const now = this.clock.now();
+    if (input.expiresAt && new Date(input.expiresAt).getTime() <= now.getTime()) {
+      throw invalid('body.expiresAt', 'must be in the future');
+    }
+    const key = KEY_PREFIX + randomBytes(32).toString('base64url');
+    const rows = await this.db.query<KeyRow>(
+      `INSERT INTO api_keys (id, tenant_id, name, key_hash, key_prefix, scopes, expires_at, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) RETURNING *`,
+      [newId('key'), tenantId, input.name, hashKey(key), key.slice(0, KEY_PREFIX.length + 6), scopes, input.expiresAt ?? null, now],
+    );
+    return { ...toView(rows[0]), key };
+  }
+
+  async updateScopes(tenantId: string, apiKeyId: string, scopes: string[]): Promise<ApiKeyView> {
+    const checked = checkScopes(scopes);
+    return this.change(tenantId, apiKeyId, 'UPDATE api_keys SET scopes = $3, updated_at = $4 WHERE id = $1 AND tenant_id = $2 RETURNING *', checked);
+  }
+
+  async revoke(tenantId: string, apiKeyId: string): Promise<ApiKeyView> {
+    return this.change(
+      tenantId,
+      apiKeyId,
+      'UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $4), updated_at = $4 WHERE id = $1 AND tenant_id = $2 AND $3::text[] IS NULL RETURNING *',
+      null,
+    );
+  }
+
+  private async change(tenantId: string, apiKeyId: string, sql: string, scopes: string[] | null): Promise<ApiKeyView> {
+    return this.db.transaction(async (tx) => {
+      const rows = await tx.query<KeyRow>(sql, [apiKeyId, tenantId, scopes, this.clock.now()]);
+      const row = rows[0];
+      if (!row) throw notFound('api key');
+      for (const hook of this.hooks) {
+        await hook(tx, { tenantId, apiKeyId, scopes: row.scopes, revoked: row.revoked_at !== null });
+      }
+      return toView(row);
+    });
+  }
+}
+
+export function insufficientScope(required: string[], missing: string[]): DomainError {
+  return new DomainError('M2M_AUTH_INSUFFICIENT_SCOPE', `the credential lacks the required scope: ${missing.join(', ')}`, {
+    requiredScopes: required,
+    missingScopes: missing,
+  });
+}

@@ -1,0 +1,61 @@
+import type { Queryable } from '../db/driver.js';
+
+export type ChannelKind = 'whatsapp' | 'instagram' | 'messenger' | 'webchat';
+
+export interface ChannelRow {
+  id: string;
+  tenant_id: string;
+  kind: ChannelKind;
+  name: string;
+  phone_number: string | null;
+  available: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface TemplateLocale {
+  locale: string;
+  status: string;
+  ready: boolean;
+  lastFetchedAt: string;
+}
+
+export interface TemplateRow {
+  channel_id: string;
+  template_name: string;
+  category: string;
+  locales: TemplateLocale[];
+  updated_at: Date;
+}
+
+export const channelRepo = {
+  async insert(
+    db: Queryable,
+    row: { id: string; tenantId: string; kind: ChannelKind; name: string; phoneNumber: string | null; available: boolean; now: Date },
+  ): Promise<ChannelRow> {
+    const rows = await db.query<ChannelRow>(
+      `INSERT INTO channels (id, tenant_id, kind, name, phone_number, available, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING *`,
+      [row.id, row.tenantId, row.kind, row.name, row.phoneNumber, row.available, row.now],
+    );
+    return rows[0];
+  },
+
+  async get(db: Queryable, tenantId: string, channelId: string): Promise<ChannelRow | undefined> {
+    return (await db.query<ChannelRow>('SELECT * FROM channels WHERE id = $1 AND tenant_id = $2', [channelId, tenantId]))[0];
+  },
+
+  async upsertTemplate(
+    db: Queryable,
+    row: { tenantId: string; channelId: string; templateName: string; category: string; locales: TemplateLocale[]; now: Date },
+  ): Promise<TemplateRow> {
+    const rows = await db.query<TemplateRow>(
+      `INSERT INTO channel_templates (tenant_id, channel_id, template_name, category, locales, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6)
+       ON CONFLICT (channel_id, template_name) DO UPDATE SET category = EXCLUDED.category, locales = EXCLUDED.locales, updated_at = EXCLUDED.updated_at
+       RETURNING *`,
+      [row.tenantId, row.channelId, row.templateName, row.category, JSON.stringify(row.locales), row.now],
+    );
+    return rows[0];
+  },
+};

@@ -1,0 +1,101 @@
+/** Environment → validated, typed configuration. Fails fast with a message naming the variable. */
+
+export type Role = 'api' | 'worker' | 'all';
+
+export interface Config {
+  role: Role;
+  host: string;
+  port: number;
+  databaseUrl: string | undefined;
+  /** PostgreSQL schema to use (tests give each run its own); default `public`. */
+  databaseSchema: string | undefined;
+  dataDir: string;
+  adminToken: string | undefined;
+  mcpEnabled: boolean;
+  allowPrivateDestinations: boolean;
+  webhookRetryDelaysMs: number[];
+  webhookAttemptTimeoutMs: number;
+  webhookMaxInFlight: number;
+  webhookMaxInFlightPerHost: number;
+  secretKey: Buffer | undefined;
+  rateLimitRps: number;
+  rateLimitBurst: number;
+  jobPollIntervalMs: number;
+  logLevel: string;
+}
+
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>;
+
+function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be an integer between ${min} and ${max}, got "${raw}"`);
+  }
+  return value;
+}
+
+function bool(env: Env, name: string): boolean {
+  const raw = (env[name] ?? '').toLowerCase();
+  if (raw === '' || raw === 'false' || raw === '0') return false;
+  if (raw === 'true' || raw === '1') return true;
+  throw new ConfigError(`${name} must be true or false, got "${env[name]}"`);
+}
+
+function retryDelays(env: Env): number[] {
+  const raw = env.WEBHOOK_RETRY_DELAYS_MS;
+  if (!raw) return [60_000, 300_000, 1_800_000, 7_200_000, 28_800_000, 86_400_000];
+  const delays = raw.split(',').map((part) => Number(part.trim()));
+  if (delays.length !== 6 || delays.some((d) => !Number.isInteger(d) || d < 0)) {
+    throw new ConfigError('WEBHOOK_RETRY_DELAYS_MS must be six comma-separated non-negative integers (milliseconds)');
+  }
+  return delays;
+}
+
+function secretKey(env: Env): Buffer | undefined {
+  const raw = env.SECRET_KEY;
+  if (!raw) return undefined;
+  const decoded = /^[0-9a-fA-F]+$/.test(raw) && raw.length % 2 === 0 ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
+  if (decoded.length < 32) throw new ConfigError('SECRET_KEY must hold at least 32 random bytes (hex or base64)');
+  return decoded;
+}
+
+function role(argv: string[]): Role {
+  const index = argv.indexOf('--role');
+  const inline = argv.find((arg) => arg.startsWith('--role='));
+  const value = inline ? inline.slice('--role='.length) : index >= 0 ? argv[index + 1] : 'all';
+  if (value !== 'api' && value !== 'worker' && value !== 'all') {
+    throw new ConfigError(`--role must be api, worker or all, got "${value}"`);
+  }
+  return value;
+}
+
+export function loadConfig(env: Env = process.env, argv: string[] = process.argv.slice(2)): Config {
+  const schema = env.DATABASE_SCHEMA || undefined;
+  if (schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
+    throw new ConfigError('DATABASE_SCHEMA must be a lowercase SQL identifier');
+  }
+  return {
+    role: role(argv),
+    host: env.HOST || '127.0.0.1',
+    port: int(env, 'PORT', 8080, 0, 65535),
+    databaseUrl: env.DATABASE_URL || undefined,
+    databaseSchema: schema,
+    dataDir: env.DATA_DIR || './data',
+    adminToken: env.ADMIN_TOKEN || undefined,
+    mcpEnabled: bool(env, 'MCP_ENABLED'),
+    allowPrivateDestinations: bool(env, 'UNSAFE_ALLOW_PRIVATE_DESTINATIONS'),
+    webhookRetryDelaysMs: retryDelays(env),
+    webhookAttemptTimeoutMs: int(env, 'WEBHOOK_ATTEMPT_TIMEOUT_MS', 10_000, 50, 60_000),
+    webhookMaxInFlight: int(env, 'WEBHOOK_MAX_IN_FLIGHT', 256, 1, 10_000),
+    webhookMaxInFlightPerHost: int(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_HOST', 64, 1, 10_000),
+    secretKey: secretKey(env),
+    rateLimitRps: int(env, 'RATE_LIMIT_RPS', 20, 1, 1_000_000),
+    rateLimitBurst: int(env, 'RATE_LIMIT_BURST', 100, 1, 1_000_000),
+    jobPollIntervalMs: int(env, 'JOB_POLL_INTERVAL_MS', 1000, 10, 60_000),
+    logLevel: env.LOG_LEVEL || 'info',
+  };
+}

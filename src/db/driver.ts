@@ -1,0 +1,209 @@
+import { EventEmitter } from 'node:events';
+import path from 'node:path';
+import { mkdirSync } from 'node:fs';
+import pg from 'pg';
+import { PGlite } from '@electric-sql/pglite';
+
+/** Anything that runs SQL: the database itself or an open transaction. */
+export interface Queryable {
+  query<T = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<T[]>;
+}
+
+/** A transaction: queries run inside it; notifications and callbacks fire only once it commits. */
+export interface Tx extends Queryable {
+  /** Wake listeners of `channel` (this process and, on PostgreSQL, every node) when the transaction commits. */
+  notify(channel: string): void;
+  /** Run `fn` after a successful commit (never on rollback). */
+  afterCommit(fn: () => void): void;
+  /** Run a script of several statements (migrations). */
+  exec(sql: string): Promise<void>;
+}
+
+export interface Db extends Queryable {
+  readonly kind: 'postgres' | 'pglite';
+  /** Schema the tables live in (for advisory lock keys and channel names). */
+  readonly schema: string;
+  transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  /** Subscribe to wake-ups on `channel`; returns an unsubscribe function. */
+  listen(channel: string, onWake: () => void): Promise<() => void>;
+  close(): Promise<void>;
+}
+
+export interface DbOptions {
+  databaseUrl?: string;
+  schema?: string;
+  dataDir: string;
+  poolSize?: number;
+}
+
+// int8 (count(*), bigserial) as JS numbers on both drivers: our counters stay far below 2^53.
+pg.types.setTypeParser(20, (value: string) => Number(value));
+
+class TxHandle implements Tx {
+  readonly channels = new Set<string>();
+  readonly callbacks: Array<() => void> = [];
+  constructor(
+    private readonly run: Queryable['query'],
+    private readonly script: (sql: string) => Promise<void>,
+  ) {}
+  exec(sql: string): Promise<void> {
+    return this.script(sql);
+  }
+  query<T>(sql: string, params?: readonly unknown[]): Promise<T[]> {
+    return this.run<T>(sql, params);
+  }
+  notify(channel: string): void {
+    this.channels.add(channel);
+  }
+  afterCommit(fn: () => void): void {
+    this.callbacks.push(fn);
+  }
+}
+
+/** Local wake-ups: the in-process signal that PGlite relies on and PostgreSQL uses as a shortcut. */
+class LocalSignals {
+  private readonly emitter = new EventEmitter().setMaxListeners(0);
+  emit(channel: string): void {
+    this.emitter.emit(channel);
+  }
+  on(channel: string, fn: () => void): () => void {
+    this.emitter.on(channel, fn);
+    return () => this.emitter.off(channel, fn);
+  }
+}
+
+function finishCommit(tx: TxHandle, signals: LocalSignals): void {
+  for (const channel of tx.channels) signals.emit(channel);
+  for (const fn of tx.callbacks) {
+    try {
+      fn();
+    } catch {
+      // after-commit hooks are best-effort wake-ups; the data is already committed
+    }
+  }
+}
+
+class PostgresDb implements Db {
+  readonly kind = 'postgres' as const;
+  private readonly signals = new LocalSignals();
+  private listener: pg.Client | undefined;
+  private readonly listened = new Set<string>();
+  constructor(private readonly pool: pg.Pool, readonly schema: string, private readonly clientConfig: pg.ClientConfig) {}
+
+  async query<T>(sql: string, params?: readonly unknown[]): Promise<T[]> {
+    const result = await this.pool.query(sql, params as unknown[] | undefined);
+    return result.rows as T[];
+  }
+
+  async transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    const tx = new TxHandle(
+      async <R>(sql: string, params?: readonly unknown[]) => (await client.query(sql, params as unknown[] | undefined)).rows as R[],
+      async (sql: string) => {
+        await client.query(sql);
+      },
+    );
+    try {
+      await client.query('BEGIN');
+      const result = await fn(tx);
+      for (const channel of tx.channels) await client.query('SELECT pg_notify($1, $2)', [this.channelName(channel), '']);
+      await client.query('COMMIT');
+      client.release();
+      finishCommit(tx, this.signals);
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      client.release();
+      throw error;
+    }
+  }
+
+  private channelName(channel: string): string {
+    return `${this.schema}.${channel}`;
+  }
+
+  async listen(channel: string, onWake: () => void): Promise<() => void> {
+    const off = this.signals.on(channel, onWake);
+    if (!this.listener) {
+      this.listener = new pg.Client(this.clientConfig);
+      this.listener.on('notification', (message) => {
+        const prefix = `${this.schema}.`;
+        if (message.channel.startsWith(prefix)) this.signals.emit(message.channel.slice(prefix.length));
+      });
+      // A lost listener only delays wake-ups: workers also poll.
+      this.listener.on('error', () => undefined);
+      await this.listener.connect();
+    }
+    if (!this.listened.has(channel)) {
+      this.listened.add(channel);
+      await this.listener.query(`LISTEN "${this.channelName(channel).replace(/"/g, '')}"`);
+    }
+    return off;
+  }
+
+  async close(): Promise<void> {
+    await this.listener?.end().catch(() => undefined);
+    await this.pool.end();
+  }
+}
+
+class PgliteDb implements Db {
+  readonly kind = 'pglite' as const;
+  private readonly signals = new LocalSignals();
+  constructor(private readonly lite: PGlite, readonly schema: string) {}
+
+  async query<T>(sql: string, params?: readonly unknown[]): Promise<T[]> {
+    const result = await this.lite.query<T>(sql, params as unknown[] | undefined);
+    return result.rows;
+  }
+
+  async transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+    let handle: TxHandle | undefined;
+    const result = await this.lite.transaction(async (inner) => {
+      handle = new TxHandle(
+        async <R>(sql: string, params?: readonly unknown[]) => (await inner.query<R>(sql, params as unknown[] | undefined)).rows,
+        async (sql: string) => {
+          await inner.exec(sql);
+        },
+      );
+      return fn(handle);
+    });
+    if (handle) finishCommit(handle, this.signals);
+    return result;
+  }
+
+  async listen(channel: string, onWake: () => void): Promise<() => void> {
+    return this.signals.on(channel, onWake);
+  }
+
+  async close(): Promise<void> {
+    await this.lite.close();
+  }
+}
+
+/** node-postgres (pooled) when a URL is given, embedded PGlite otherwise. */
+export async function openDb(options: DbOptions): Promise<Db> {
+  const schema = options.schema ?? 'public';
+  if (options.databaseUrl) {
+    const clientConfig: pg.ClientConfig = {
+      connectionString: options.databaseUrl,
+      options: `-c search_path=${schema}`,
+    };
+    const pool = new pg.Pool({ ...clientConfig, max: options.poolSize ?? 20, idleTimeoutMillis: 30_000 });
+    // Idle clients can error when the server restarts; the pool replaces them.
+    pool.on('error', () => undefined);
+    if (schema !== 'public') await pool.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+    return new PostgresDb(pool, schema, clientConfig);
+  }
+  const memory = options.dataDir.startsWith('memory://');
+  let dataDir: string | undefined;
+  if (!memory) {
+    dataDir = path.resolve(options.dataDir, 'pgdata');
+    mkdirSync(dataDir, { recursive: true });
+  }
+  const lite = await PGlite.create(dataDir, { parsers: { 20: (value: string) => Number(value) } });
+  if (schema !== 'public') {
+    await lite.exec(`CREATE SCHEMA IF NOT EXISTS ${schema}; SET search_path TO ${schema}`);
+  }
+  return new PgliteDb(lite, schema);
+}

@@ -1,0 +1,47 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+import type { Db } from './driver.js';
+
+const migrationsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export function listMigrations(): Migration[] {
+  return readdirSync(migrationsDir)
+    .filter((file) => /^\d{4}_[a-z0-9_]+\.sql$/.test(file))
+    .sort()
+    .map((file) => ({ version: Number(file.slice(0, 4)), name: file, sql: readFileSync(path.join(migrationsDir, file), 'utf8') }));
+}
+
+/**
+ * Applies pending migrations in one transaction under a transaction-scoped advisory lock,
+ * so nodes starting together apply each migration exactly once.
+ */
+export async function migrate(db: Db): Promise<number[]> {
+  const migrations = listMigrations();
+  return db.transaction(async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`m2m-migrations:${db.schema}`]);
+    await tx.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+    const done = new Set((await tx.query<{ version: number }>('SELECT version FROM schema_migrations')).map((r) => r.version));
+    const applied: number[] = [];
+    for (const migration of migrations) {
+      if (done.has(migration.version)) continue;
+      await tx.exec(migration.sql);
+      await tx.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [migration.version, migration.name]);
+      applied.push(migration.version);
+    }
+    return applied;
+  });
+}
+
+/** True when every migration this build knows has been applied (readiness). */
+export async function migrationsApplied(db: Db): Promise<boolean> {
+  const rows = await db.query<{ count: number }>('SELECT count(*)::int AS count FROM schema_migrations');
+  return (rows[0]?.count ?? 0) >= listMigrations().length;
+}

@@ -1,0 +1,31 @@
+import { Type, type TSchema } from 'typebox';
+
+/** The error envelope every non-2xx response uses. */
+export const ErrorBody = Type.Object(
+  {
+    error: Type.Object({
+      code: Type.String(),
+      message: Type.String(),
+      details: Type.Record(Type.String(), Type.Unknown()),
+    }),
+  },
+  { $id: 'ErrorBody', description: 'Error envelope' },
+);
+
+const errorRef = Type.Ref('ErrorBody');
+
+/** Error responses documented on every authenticated route. */
+export function errorResponses(...statuses: number[]): Record<number, TSchema> {
+  const out: Record<number, TSchema> = {};
+  for (const status of [400, 401, 403, 429, ...statuses]) out[status] = errorRef;
+  return out;
+}
+
+export const DateTime = Type.String({ format: 'date-time' });
+
+/** An object schema that rejects unknown properties (request bodies and query strings). */
+export const Strict = { additionalProperties: false } as const;
+
+export function nullable<T extends TSchema>(schema: T) {
+  return Type.Union([schema, Type.Null()]);
+}

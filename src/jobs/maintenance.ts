@@ -1,0 +1,38 @@
+import type { Db } from '../db/driver.js';
+import type { Clock } from '../clock.js';
+import { purgeExpiredIdempotencyKeys } from '../http/idempotency.js';
+import type { WebhookService } from '../webhooks/service.js';
+import { enqueue } from './queue.js';
+import type { JobRunner } from './runner.js';
+
+export const MAINTENANCE_TASK = 'maintenance';
+const EVERY_MS = 60 * 60 * 1000;
+const FINISHED_JOB_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
+
+/** Schedules the hourly retention job once across all workers (the dedupe key keeps it single). */
+export async function scheduleMaintenance(db: Db, clock: Clock, runAt?: Date): Promise<void> {
+  await db.transaction((tx) => enqueue(tx, clock.now(), { task: MAINTENANCE_TASK, dedupeKey: MAINTENANCE_TASK, runAt: runAt ?? clock.now(), maxAttempts: 5 }));
+}
+
+/**
+ * Retention: webhook delivery metadata 30 days after completion, stored idempotent responses after
+ * 24 hours, finished jobs after 7 days. Reschedules itself in the transaction that completes it.
+ */
+export function registerMaintenance(runner: JobRunner, deps: { db: Db; webhooks: WebhookService }): void {
+  runner.register(MAINTENANCE_TASK, async (job, ctx) => {
+    const now = ctx.clock.now();
+    const webhooks = await deps.webhooks.purgeExpired();
+    const idempotencyKeys = await purgeExpiredIdempotencyKeys(deps.db, now);
+    const jobs = await deps.db.query(`DELETE FROM jobs WHERE state IN ('succeeded', 'failed') AND finished_at < $1 AND id <> $2 RETURNING id`, [
+      new Date(now.getTime() - FINISHED_JOB_RETENTION_MS),
+      job.id,
+    ]);
+    await deps.db.transaction(async (tx) => {
+      await ctx.completeIn(tx);
+      await enqueue(tx, now, { task: MAINTENANCE_TASK, dedupeKey: MAINTENANCE_TASK, runAt: new Date(now.getTime() + EVERY_MS), maxAttempts: 5 });
+    });
+    if (webhooks.deliveries + webhooks.events + idempotencyKeys + jobs.length > 0) {
+      ctx.log.info({ ...webhooks, idempotencyKeys, jobs: jobs.length }, 'retention purge');
+    }
+  });
+}

@@ -1,0 +1,222 @@
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.js';
+import type { Db, Tx } from '../db/driver.js';
+import { JOBS_CHANNEL } from './queue.js';
+import { WorkLoop } from './work-loop.js';
+
+export interface ClaimedJob {
+  id: number;
+  task: string;
+  tenantId: string | null;
+  payload: Record<string, unknown>;
+  /** 1 on the first run; counts runs whose lease expired too. */
+  attempts: number;
+  maxAttempts: number;
+}
+
+export interface JobContext {
+  clock: Clock;
+  log: Logger;
+  /** Aborted when the worker shuts down and the lease is being released. */
+  signal: AbortSignal;
+  /**
+   * Marks the job succeeded inside the handler's own transaction, fenced by the lease: if another
+   * worker has taken the job over, this throws and the transaction rolls back.
+   */
+  completeIn(tx: Tx): Promise<void>;
+}
+
+export type TaskHandler = (job: ClaimedJob, ctx: JobContext) => Promise<void>;
+
+export class LeaseLostError extends Error {
+  constructor(jobId: number) {
+    super(`lease on job ${jobId} was lost to another worker`);
+  }
+}
+
+export interface RunnerOptions {
+  pollIntervalMs: number;
+  concurrency?: number;
+  leaseMs?: number;
+  workerId?: string;
+}
+
+interface JobRow {
+  id: number;
+  task: string;
+  tenant_id: string | null;
+  payload: Record<string, unknown>;
+  attempts: number;
+  max_attempts: number;
+}
+
+/** Retry delay after the n-th failed attempt: exponential from 1 s, capped at 1 h, with ±20% jitter. */
+export function backoffMs(attempt: number): number {
+  const base = Math.min(1000 * 2 ** (attempt - 1), 3_600_000);
+  return Math.round(base * (0.8 + Math.random() * 0.4));
+}
+
+/**
+ * Runs durable jobs: claims due (or lease-expired) jobs with FOR UPDATE SKIP LOCKED, keeps the lease
+ * alive while a handler runs, retries failures with backoff and gives up after max_attempts.
+ */
+export class JobRunner {
+  readonly workerId: string;
+  private readonly handlers = new Map<string, TaskHandler>();
+  private readonly leaseMs: number;
+  private readonly loop: WorkLoop;
+  private readonly running = new Map<number, AbortController>();
+  private unlisten: (() => void) | undefined;
+
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    options: RunnerOptions,
+  ) {
+    this.workerId = options.workerId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+    this.leaseMs = options.leaseMs ?? 60_000;
+    this.loop = new WorkLoop({
+      pollIntervalMs: options.pollIntervalMs,
+      maxInFlight: options.concurrency ?? 8,
+      claim: (limit) => this.claim(limit),
+      onError: (error) => this.log.error({ err: error }, 'job runner error'),
+    });
+  }
+
+  register(task: string, handler: TaskHandler): this {
+    this.handlers.set(task, handler);
+    return this;
+  }
+
+  async start(): Promise<void> {
+    this.unlisten = await this.db.listen(JOBS_CHANNEL, () => this.loop.wake());
+    this.loop.start();
+  }
+
+  wake(): void {
+    this.loop.wake();
+  }
+
+  /** Stops claiming, lets running jobs finish for `graceMs`, then releases the leases of the rest. */
+  async stop(graceMs = 10_000): Promise<void> {
+    this.unlisten?.();
+    const left = await this.loop.stop(graceMs);
+    if (left > 0) {
+      const ids = [...this.running.keys()];
+      for (const controller of this.running.values()) controller.abort();
+      await this.db
+        .query(`UPDATE jobs SET state = 'queued', locked_by = NULL, locked_until = NULL, run_at = $3, updated_at = $3
+                WHERE id = ANY($1::bigint[]) AND locked_by = $2 AND state = 'running'`, [ids, this.workerId, this.clock.now()])
+        .catch((error: unknown) => this.log.error({ err: error }, 'could not release job leases'));
+      this.log.info({ jobs: ids }, 'released leases of unfinished jobs');
+    }
+  }
+
+  private async claim(limit: number): Promise<Array<() => Promise<void>>> {
+    const tasks = [...this.handlers.keys()];
+    if (tasks.length === 0) return [];
+    const now = this.clock.now();
+    const rows = await this.db.query<JobRow>(
+      `UPDATE jobs SET state = 'running', locked_by = $1, locked_until = $2, attempts = attempts + 1, updated_at = $3
+       WHERE id IN (
+         SELECT id FROM jobs
+         WHERE task = ANY($4::text[])
+           AND ((state = 'queued' AND run_at <= $3) OR (state = 'running' AND locked_until < $3))
+         ORDER BY run_at, id
+         LIMIT $5
+         FOR UPDATE SKIP LOCKED)
+       RETURNING id, task, tenant_id, payload, attempts, max_attempts`,
+      [this.workerId, new Date(now.getTime() + this.leaseMs), now, tasks, limit],
+    );
+    return rows.map((row) => () => this.execute(row));
+  }
+
+  private async execute(row: JobRow): Promise<void> {
+    const job: ClaimedJob = {
+      id: row.id,
+      task: row.task,
+      tenantId: row.tenant_id,
+      payload: row.payload,
+      attempts: row.attempts,
+      maxAttempts: row.max_attempts,
+    };
+    const log = this.log.child({ jobId: job.id, task: job.task, tenantId: job.tenantId ?? undefined, attempt: job.attempts });
+    if (job.attempts > job.maxAttempts) {
+      // Only reachable when earlier runs died holding the lease (crashes), never by a handled failure.
+      await this.finish(job, 'failed', 'gave up: the job was claimed more times than max_attempts (worker crashes)');
+      log.error('job failed after repeated worker crashes');
+      return;
+    }
+    const handler = this.handlers.get(job.task);
+    if (!handler) return;
+    const controller = new AbortController();
+    this.running.set(job.id, controller);
+    const heartbeat = setInterval(() => void this.extendLease(job.id), Math.max(this.leaseMs / 3, 10));
+    let completedInTx = false;
+    try {
+      await handler(job, {
+        clock: this.clock,
+        log,
+        signal: controller.signal,
+        completeIn: async (tx) => {
+          await this.completeIn(tx, job.id);
+          completedInTx = true;
+        },
+      });
+      if (!completedInTx) await this.finish(job, 'succeeded');
+      log.debug('job succeeded');
+    } catch (error) {
+      if (controller.signal.aborted) return; // shutting down: stop() releases the lease
+      if (error instanceof LeaseLostError) {
+        log.warn('job lease lost; another worker owns it now');
+        return;
+      }
+      const message = error instanceof Error ? error.message : String(error);
+      if (job.attempts >= job.maxAttempts) {
+        await this.finish(job, 'failed', message);
+        log.error({ err: error }, 'job failed permanently');
+      } else {
+        const retryAt = new Date(this.clock.now().getTime() + backoffMs(job.attempts));
+        await this.db.query(
+          `UPDATE jobs SET state = 'queued', run_at = $3, last_error = $4, locked_by = NULL, locked_until = NULL, updated_at = $5
+           WHERE id = $1 AND locked_by = $2 AND state = 'running'`,
+          [job.id, this.workerId, retryAt, message.slice(0, 2000), this.clock.now()],
+        );
+        log.warn({ err: error, retryAt }, 'job failed; retry scheduled');
+      }
+    } finally {
+      clearInterval(heartbeat);
+      this.running.delete(job.id);
+    }
+  }
+
+  private async completeIn(tx: Tx, jobId: number): Promise<void> {
+    const rows = await tx.query(
+      `UPDATE jobs SET state = 'succeeded', finished_at = $3, updated_at = $3, locked_by = NULL, locked_until = NULL
+       WHERE id = $1 AND locked_by = $2 AND state = 'running' RETURNING id`,
+      [jobId, this.workerId, this.clock.now()],
+    );
+    if (rows.length === 0) throw new LeaseLostError(jobId);
+  }
+
+  private async finish(job: ClaimedJob, state: 'succeeded' | 'failed', error?: string): Promise<void> {
+    await this.db.query(
+      `UPDATE jobs SET state = $3, finished_at = $4, updated_at = $4, last_error = COALESCE($5, last_error), locked_by = NULL, locked_until = NULL
+       WHERE id = $1 AND locked_by = $2 AND state = 'running'`,
+      [job.id, this.workerId, state, this.clock.now(), error?.slice(0, 2000) ?? null],
+    );
+  }
+
+  private async extendLease(jobId: number): Promise<void> {
+    await this.db
+      .query(`UPDATE jobs SET locked_until = $3 WHERE id = $1 AND locked_by = $2 AND state = 'running'`, [
+        jobId,
+        this.workerId,
+        new Date(this.clock.now().getTime() + this.leaseMs),
+      ])
+      .catch((error: unknown) => this.log.warn({ err: error, jobId }, 'could not extend job lease'));
+  }
+}

@@ -1,0 +1,46 @@
+import { ConfigError, loadConfig } from './config.js';
+import { createLogger, createRuntime } from './runtime.js';
+
+/** CLI entry: `npm start [-- --role api|worker|all]`. */
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(`configuration error: ${error.message}`);
+      process.exit(2);
+    }
+    throw error;
+  }
+  const log = createLogger(config.logLevel);
+  const runtime = await createRuntime(config, { logger: log });
+  if (config.role !== 'api') await runtime.startWorkers();
+  if (config.role !== 'worker') {
+    await runtime.app.listen({ host: config.host, port: config.port });
+  } else {
+    await runtime.app.ready();
+  }
+  log.info({ role: config.role, database: config.databaseUrl ? 'postgres' : 'pglite' }, 'started');
+
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down');
+    runtime
+      .close()
+      .then(() => process.exit(0))
+      .catch((error: unknown) => {
+        log.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      });
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+main().catch((error: unknown) => {
+  console.error('fatal:', error instanceof Error ? error.message : error);
+  process.exit(1);
+});

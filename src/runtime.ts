@@ -1,0 +1,79 @@
+import pino, { type Logger } from 'pino';
+import { systemClock, type Clock } from './clock.js';
+import type { Config } from './config.js';
+import { openDb } from './db/driver.js';
+import { migrate } from './db/migrate.js';
+import { buildApp, type App } from './app.js';
+import { JobRunner } from './jobs/runner.js';
+import { registerMaintenance, scheduleMaintenance } from './jobs/maintenance.js';
+import { loadKeyring } from './secrets.js';
+import { createServices, type Services } from './services.js';
+import { WebhookDispatcher } from './webhooks/deliver.js';
+import type { Resolver } from './webhooks/ssrf.js';
+
+export interface Runtime {
+  services: Services;
+  app: App;
+  runner: JobRunner;
+  dispatcher: WebhookDispatcher;
+  startWorkers(): Promise<void>;
+  /** Graceful stop: no new requests or claims, running work finishes or releases its lease, pool closed. */
+  close(graceMs?: number): Promise<void>;
+}
+
+export function createLogger(level: string): Logger {
+  return pino({
+    level,
+    base: { service: 'm2m-api' },
+    redact: {
+      paths: ['req.headers.authorization', 'headers.authorization', '*.secret', '*.key', '*.apiKey', 'secret', 'key'],
+      censor: '[redacted]',
+    },
+  });
+}
+
+/** Opens the database, migrates, and builds services, the HTTP app and the workers (not yet started). */
+export async function createRuntime(config: Config, options: { clock?: Clock; logger?: Logger; resolver?: Resolver } = {}): Promise<Runtime> {
+  const log = options.logger ?? createLogger(config.logLevel);
+  const clock = options.clock ?? systemClock;
+  const db = await openDb({ databaseUrl: config.databaseUrl, schema: config.databaseSchema, dataDir: config.dataDir });
+  const applied = await migrate(db);
+  if (applied.length > 0) log.info({ migrations: applied }, 'migrations applied');
+  const keyring = await loadKeyring(db, config.secretKey);
+  if (!keyring.fromConfig) log.warn('SECRET_KEY is not set: using a generated key kept in the database; set SECRET_KEY in production');
+  if (config.allowPrivateDestinations) {
+    log.warn('UNSAFE_ALLOW_PRIVATE_DESTINATIONS is on: webhooks and the crawler may reach private and loopback addresses. Never use this in production.');
+  }
+  const services = createServices({ config, db, clock, keyring, log });
+  const app = await buildApp(services, log);
+  const runner = new JobRunner(db, clock, log.child({ component: 'jobs' }), { pollIntervalMs: config.jobPollIntervalMs });
+  registerMaintenance(runner, { db, webhooks: services.webhooks });
+  const dispatcher = new WebhookDispatcher(db, clock, log.child({ component: 'webhooks' }), {
+    retryDelaysMs: config.webhookRetryDelaysMs,
+    attemptTimeoutMs: config.webhookAttemptTimeoutMs,
+    allowPrivateDestinations: config.allowPrivateDestinations,
+    maxInFlight: config.webhookMaxInFlight,
+    maxInFlightPerHost: config.webhookMaxInFlightPerHost,
+    pollIntervalMs: config.jobPollIntervalMs,
+    resolver: options.resolver,
+    decryptSecret: (sealed) => services.webhooks.decryptSecret(sealed),
+  });
+  let workersStarted = false;
+  return {
+    services,
+    app,
+    runner,
+    dispatcher,
+    async startWorkers() {
+      workersStarted = true;
+      await scheduleMaintenance(db, clock);
+      await runner.start();
+      await dispatcher.start();
+    },
+    async close(graceMs = 10_000) {
+      await app.close();
+      if (workersStarted) await Promise.all([runner.stop(graceMs), dispatcher.stop(graceMs)]);
+      await db.close();
+    },
+  };
+}

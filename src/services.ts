@@ -1,0 +1,40 @@
+import type { Logger } from 'pino';
+import type { Clock } from './clock.js';
+import type { Config } from './config.js';
+import type { Db } from './db/driver.js';
+import type { Keyring } from './secrets.js';
+import { ApiKeyService } from './auth/keys.js';
+import { ChannelService } from './channels/service.js';
+import { Cursors } from './http/cursor.js';
+import { TenantService } from './tenants/service.js';
+import { WebhookService } from './webhooks/service.js';
+
+/** Everything a route, an MCP tool or a worker needs, built once per process. */
+export interface Services {
+  config: Config;
+  db: Db;
+  clock: Clock;
+  keyring: Keyring;
+  log: Logger;
+  cursors: Cursors;
+  tenants: TenantService;
+  apiKeys: ApiKeyService;
+  channels: ChannelService;
+  webhooks: WebhookService;
+}
+
+export function createServices(deps: { config: Config; db: Db; clock: Clock; keyring: Keyring; log: Logger }): Services {
+  const { config, db, clock, keyring } = deps;
+  const apiKeys = new ApiKeyService(db, clock);
+  const cursors = new Cursors(keyring.signingKey);
+  const webhooks = new WebhookService({ db, clock, keyring, cursors, allowPrivateDestinations: config.allowPrivateDestinations });
+  apiKeys.onChange((tx, change) => webhooks.onApiKeyChanged(tx, change));
+  return {
+    ...deps,
+    cursors,
+    tenants: new TenantService(db, clock),
+    apiKeys,
+    channels: new ChannelService(db, clock),
+    webhooks,
+  };
+}

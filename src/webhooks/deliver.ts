@@ -1,0 +1,239 @@
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.js';
+import type { Db } from '../db/driver.js';
+import { hasScope } from '../auth/scopes.js';
+import { WorkLoop } from '../jobs/work-loop.js';
+import { EVENT_SCOPES, WEBHOOKS_CHANNEL, type EventType } from './events.js';
+import { WebhookHttpClient, type FailureCode, type PostResult } from './http-client.js';
+import { signatureHeader } from './sign.js';
+import type { Resolver } from './ssrf.js';
+
+export const USER_AGENT = 'M2M-Webhooks/1.0 (tenant-scoped messaging API)';
+/** Attempts per cycle: the first plus one per retry delay. */
+export const ATTEMPTS_PER_CYCLE = 7;
+
+export interface DispatcherOptions {
+  retryDelaysMs: number[];
+  attemptTimeoutMs: number;
+  allowPrivateDestinations: boolean;
+  maxInFlight: number;
+  maxInFlightPerHost: number;
+  pollIntervalMs: number;
+  resolver?: Resolver;
+  workerId?: string;
+  decryptSecret: (sealed: string) => string;
+}
+
+interface ClaimedDelivery {
+  id: string;
+  tenant_id: string;
+  event_id: string;
+  event_type: EventType;
+  cycle_attempts: number;
+  body: string;
+  url: string;
+  host: string;
+  active: boolean;
+  deleted: boolean;
+  secret_sealed: string;
+  key_ok: boolean;
+  key_scopes: string[];
+}
+
+/** Delay before the next attempt after `failedInCycle` failures, with ±10% jitter so retries spread out. */
+export function retryDelay(delays: number[], failedInCycle: number): number {
+  const base = delays[Math.min(failedInCycle - 1, delays.length - 1)];
+  return Math.round(base * (0.9 + Math.random() * 0.2));
+}
+
+/**
+ * The delivery engine. Deliveries are their own queue: due rows are claimed with FOR UPDATE SKIP LOCKED
+ * and a lease (so a crashed worker's deliveries are picked up again: at least once), signed at send time
+ * with the subscription's current secret, posted through the SSRF-guarded client, and their outcome and
+ * attempt record written in one statement fenced by the lease.
+ */
+export class WebhookDispatcher {
+  readonly workerId: string;
+  private readonly client: WebhookHttpClient;
+  private readonly loop: WorkLoop;
+  private readonly perHost = new Map<string, number>();
+  private readonly leaseMs: number;
+  private unlisten: (() => void) | undefined;
+
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    private readonly options: DispatcherOptions,
+  ) {
+    this.workerId = options.workerId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+    this.leaseMs = options.attemptTimeoutMs * 2 + 5_000;
+    this.client = new WebhookHttpClient({
+      allowPrivate: options.allowPrivateDestinations,
+      timeoutMs: options.attemptTimeoutMs,
+      resolver: options.resolver,
+      userAgent: USER_AGENT,
+    });
+    this.loop = new WorkLoop({
+      pollIntervalMs: options.pollIntervalMs,
+      maxInFlight: options.maxInFlight,
+      claim: (limit) => this.claim(limit),
+      onError: (error) => this.log.error({ err: error }, 'webhook dispatcher error'),
+    });
+  }
+
+  async start(): Promise<void> {
+    this.unlisten = await this.db.listen(WEBHOOKS_CHANNEL, () => this.loop.wake());
+    this.loop.start();
+  }
+
+  wake(): void {
+    this.loop.wake();
+  }
+
+  /** Stops claiming and lets in-flight attempts finish; unfinished ones are retried after their lease. */
+  async stop(graceMs = 10_000): Promise<void> {
+    this.unlisten?.();
+    await this.loop.stop(graceMs);
+    await this.client.close();
+  }
+
+  private saturatedHosts(): string[] {
+    return [...this.perHost].filter(([, n]) => n >= this.options.maxInFlightPerHost).map(([host]) => host);
+  }
+
+  private async claim(limit: number): Promise<Array<() => Promise<void>>> {
+    const now = this.clock.now();
+    const rows = await this.db.query<ClaimedDelivery>(
+      `WITH claimed AS (
+         UPDATE webhook_deliveries d SET locked_by = $1, locked_until = $2, updated_at = $3
+         FROM (
+           SELECT d2.id FROM webhook_deliveries d2
+           JOIN webhook_subscriptions s2 ON s2.id = d2.subscription_id
+           WHERE d2.status = 'pending' AND d2.next_attempt_at <= $3
+             AND (d2.locked_until IS NULL OR d2.locked_until < $3)
+             AND NOT (s2.host = ANY ($4::text[]))
+           ORDER BY d2.next_attempt_at
+           LIMIT $5
+           FOR UPDATE OF d2 SKIP LOCKED) due
+         WHERE d.id = due.id
+         RETURNING d.id, d.tenant_id, d.event_id, d.event_type, d.subscription_id, d.cycle_attempts)
+       SELECT c.id, c.tenant_id, c.event_id, c.event_type, c.cycle_attempts, e.body, s.url, s.host, s.active,
+              s.deleted_at IS NOT NULL AS deleted, s.secret_sealed,
+              (k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > $3)) AS key_ok, k.scopes AS key_scopes
+       FROM claimed c
+       JOIN webhook_events e ON e.id = c.event_id
+       JOIN webhook_subscriptions s ON s.id = c.subscription_id
+       JOIN api_keys k ON k.id = s.owner_api_key_id`,
+      [this.workerId, new Date(now.getTime() + this.leaseMs), now, this.saturatedHosts(), limit],
+    );
+    const units: Array<() => Promise<void>> = [];
+    const overflow: string[] = [];
+    for (const row of rows) {
+      const inFlight = this.perHost.get(row.host) ?? 0;
+      if (inFlight >= this.options.maxInFlightPerHost) {
+        overflow.push(row.id);
+        continue;
+      }
+      this.perHost.set(row.host, inFlight + 1);
+      units.push(() => this.attempt(row).finally(() => this.release(row.host)));
+    }
+    if (overflow.length > 0) {
+      // One destination is at its cap: hand the rest back so other workers (or we, later) take them.
+      await this.db.query('UPDATE webhook_deliveries SET locked_by = NULL, locked_until = NULL WHERE id = ANY ($1::text[]) AND locked_by = $2', [
+        overflow,
+        this.workerId,
+      ]);
+    }
+    return units;
+  }
+
+  private release(host: string): void {
+    const left = (this.perHost.get(host) ?? 1) - 1;
+    if (left <= 0) this.perHost.delete(host);
+    else this.perHost.set(host, left);
+  }
+
+  private cancelReason(row: ClaimedDelivery): string | undefined {
+    if (row.deleted) return 'subscription deleted';
+    if (!row.active) return 'subscription disabled';
+    if (!row.key_ok) return 'owning API key revoked or expired';
+    if (!hasScope(row.key_scopes, EVENT_SCOPES[row.event_type])) return `owning API key lacks ${EVENT_SCOPES[row.event_type]}`;
+    return undefined;
+  }
+
+  private async attempt(row: ClaimedDelivery): Promise<void> {
+    const log = this.log.child({ deliveryId: row.id, eventId: row.event_id, tenantId: row.tenant_id });
+    const reason = this.cancelReason(row);
+    if (reason) {
+      await this.db.query(
+        `UPDATE webhook_deliveries SET status = 'canceled', completed_at = $3, updated_at = $3, next_attempt_at = NULL, locked_by = NULL, locked_until = NULL
+         WHERE id = $1 AND locked_by = $2 AND status = 'pending'`,
+        [row.id, this.workerId, this.clock.now()],
+      );
+      log.info({ reason }, 'webhook delivery canceled');
+      return;
+    }
+    const startedAt = this.clock.now();
+    let result: PostResult;
+    try {
+      const secret = this.options.decryptSecret(row.secret_sealed);
+      const timestamp = Math.floor(startedAt.getTime() / 1000);
+      result = await this.client.post(row.url, row.body, {
+        'x-service-event-id': row.event_id,
+        'x-service-signature': signatureHeader(secret, timestamp, row.body),
+      });
+    } catch (error) {
+      // The client classifies network failures itself; reaching here means a bug or an unreadable secret.
+      log.error({ err: error }, 'webhook attempt could not be made');
+      result = { ok: false, failureCode: 'connection', errorMessage: 'internal error preparing the attempt', durationMs: 0 };
+    }
+    await this.record(row, startedAt, result);
+    const fields = { httpStatus: result.httpStatus, failureCode: result.failureCode, durationMs: Math.round(result.durationMs) };
+    if (result.ok) log.debug(fields, 'webhook delivered');
+    else log.info({ ...fields, error: result.errorMessage }, 'webhook attempt failed');
+  }
+
+  /** Outcome and attempt record in one statement; the lease check keeps a late worker from overwriting. */
+  private async record(row: ClaimedDelivery, startedAt: Date, result: PostResult): Promise<void> {
+    const now = this.clock.now();
+    const failedInCycle = row.cycle_attempts + 1;
+    let status: 'delivered' | 'pending' | 'failed';
+    let nextAttemptAt: Date | null = null;
+    if (result.ok) status = 'delivered';
+    else if (failedInCycle >= ATTEMPTS_PER_CYCLE) status = 'failed';
+    else {
+      status = 'pending';
+      nextAttemptAt = new Date(now.getTime() + retryDelay(this.options.retryDelaysMs, failedInCycle));
+    }
+    const failureCode: FailureCode | null = result.ok ? null : (result.failureCode ?? 'connection');
+    await this.db.query(
+      `WITH updated AS (
+         UPDATE webhook_deliveries SET
+           status = $3, attempts = attempts + 1, cycle_attempts = cycle_attempts + 1,
+           next_attempt_at = $4, http_status = $5, failure_code = $6,
+           delivered_at = CASE WHEN $3 = 'delivered' THEN $7::timestamptz ELSE delivered_at END,
+           completed_at = CASE WHEN $3 = 'pending' THEN NULL ELSE $7::timestamptz END,
+           locked_by = NULL, locked_until = NULL, updated_at = $7
+         WHERE id = $1 AND locked_by = $2 AND status = 'pending'
+         RETURNING id)
+       INSERT INTO webhook_attempts (delivery_id, tenant_id, attempted_at, duration_ms, http_status, failure_code, error)
+       VALUES ($1, $8, $9, $10, $5, $6, $11)`,
+      [
+        row.id,
+        this.workerId,
+        status,
+        nextAttemptAt,
+        result.httpStatus ?? null,
+        failureCode,
+        now,
+        row.tenant_id,
+        startedAt,
+        Math.round(result.durationMs),
+        result.errorMessage ?? null,
+      ],
+    );
+  }
+}

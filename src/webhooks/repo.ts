@@ -1,0 +1,181 @@
+import type { Queryable } from '../db/driver.js';
+
+export interface SubscriptionRow {
+  id: string;
+  tenant_id: string;
+  url: string;
+  host: string;
+  events: string[];
+  active: boolean;
+  description: string | null;
+  owner_api_key_id: string;
+  secret_sealed: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface DeliveryRow {
+  id: string;
+  tenant_id: string;
+  event_id: string;
+  event_type: string;
+  subscription_id: string;
+  status: 'pending' | 'delivered' | 'failed' | 'canceled';
+  attempts: number;
+  next_attempt_at: Date | null;
+  http_status: number | null;
+  failure_code: string | null;
+  delivered_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface AttemptRow {
+  id: number;
+  attempted_at: Date;
+  duration_ms: number;
+  http_status: number | null;
+  failure_code: string | null;
+  error: string | null;
+}
+
+const live = 'deleted_at IS NULL';
+
+export const subscriptionRepo = {
+  async insert(
+    db: Queryable,
+    row: Omit<SubscriptionRow, 'created_at' | 'updated_at'> & { now: Date },
+  ): Promise<SubscriptionRow> {
+    const rows = await db.query<SubscriptionRow>(
+      `INSERT INTO webhook_subscriptions (id, tenant_id, url, host, events, active, description, owner_api_key_id, secret_sealed, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10) RETURNING *`,
+      [row.id, row.tenant_id, row.url, row.host, row.events, row.active, row.description, row.owner_api_key_id, row.secret_sealed, row.now],
+    );
+    return rows[0];
+  },
+
+  async count(db: Queryable, tenantId: string): Promise<number> {
+    const rows = await db.query<{ count: number }>(`SELECT count(*)::int AS count FROM webhook_subscriptions WHERE tenant_id = $1 AND ${live}`, [tenantId]);
+    return rows[0].count;
+  },
+
+  async list(db: Queryable, tenantId: string): Promise<SubscriptionRow[]> {
+    return db.query<SubscriptionRow>(`SELECT * FROM webhook_subscriptions WHERE tenant_id = $1 AND ${live} ORDER BY created_at, id`, [tenantId]);
+  },
+
+  async get(db: Queryable, tenantId: string, id: string, lock = false): Promise<SubscriptionRow | undefined> {
+    const rows = await db.query<SubscriptionRow>(
+      `SELECT * FROM webhook_subscriptions WHERE id = $1 AND tenant_id = $2 AND ${live}${lock ? ' FOR UPDATE' : ''}`,
+      [id, tenantId],
+    );
+    return rows[0];
+  },
+
+  async update(
+    db: Queryable,
+    tenantId: string,
+    id: string,
+    patch: { url: string; host: string; events: string[]; active: boolean; description: string | null; ownerApiKeyId: string; now: Date },
+  ): Promise<SubscriptionRow> {
+    const rows = await db.query<SubscriptionRow>(
+      `UPDATE webhook_subscriptions SET url = $3, host = $4, events = $5, active = $6, description = $7, owner_api_key_id = $8, updated_at = $9
+       WHERE id = $1 AND tenant_id = $2 AND ${live} RETURNING *`,
+      [id, tenantId, patch.url, patch.host, patch.events, patch.active, patch.description, patch.ownerApiKeyId, patch.now],
+    );
+    return rows[0];
+  },
+
+  async setSecret(db: Queryable, tenantId: string, id: string, sealed: string, now: Date): Promise<SubscriptionRow | undefined> {
+    const rows = await db.query<SubscriptionRow>(
+      `UPDATE webhook_subscriptions SET secret_sealed = $3, updated_at = $4 WHERE id = $1 AND tenant_id = $2 AND ${live} RETURNING *`,
+      [id, tenantId, sealed, now],
+    );
+    return rows[0];
+  },
+
+  async softDelete(db: Queryable, tenantId: string, id: string, now: Date): Promise<boolean> {
+    const rows = await db.query(
+      `UPDATE webhook_subscriptions SET deleted_at = $3, active = false, updated_at = $3 WHERE id = $1 AND tenant_id = $2 AND ${live} RETURNING id`,
+      [id, tenantId, now],
+    );
+    return rows.length > 0;
+  },
+};
+
+const cancelSet = `status = 'canceled', completed_at = $2, updated_at = $2, next_attempt_at = NULL, locked_by = NULL, locked_until = NULL`;
+
+export const deliveryRepo = {
+  /** Cancels pending deliveries of a subscription, optionally only those of the given event types. */
+  async cancelForSubscription(db: Queryable, subscriptionId: string, now: Date, eventTypes?: string[]): Promise<number> {
+    const rows = await db.query(
+      `UPDATE webhook_deliveries SET ${cancelSet}
+       WHERE subscription_id = $1 AND status = 'pending' AND ($3::text[] IS NULL OR event_type = ANY ($3::text[])) RETURNING id`,
+      [subscriptionId, now, eventTypes ?? null],
+    );
+    return rows.length;
+  },
+
+  /** Cancels pending deliveries of every subscription owned by a key (optionally only some event types). */
+  async cancelForOwner(db: Queryable, apiKeyId: string, now: Date, eventTypes?: string[]): Promise<number> {
+    const rows = await db.query(
+      `UPDATE webhook_deliveries SET ${cancelSet}
+       WHERE status = 'pending' AND ($3::text[] IS NULL OR event_type = ANY ($3::text[]))
+         AND subscription_id IN (SELECT id FROM webhook_subscriptions WHERE owner_api_key_id = $1)
+       RETURNING id`,
+      [apiKeyId, now, eventTypes ?? null],
+    );
+    return rows.length;
+  },
+
+  async list(
+    db: Queryable,
+    tenantId: string,
+    subscriptionId: string,
+    filter: { status?: string; limit: number; after?: { createdAt: string; id: string } },
+  ): Promise<DeliveryRow[]> {
+    return db.query<DeliveryRow>(
+      `SELECT * FROM webhook_deliveries
+       WHERE tenant_id = $1 AND subscription_id = $2 AND ($3::text IS NULL OR status = $3)
+         AND ($4::timestamptz IS NULL OR (created_at, id) < ($4::timestamptz, $5::text))
+       ORDER BY created_at DESC, id DESC LIMIT $6`,
+      [tenantId, subscriptionId, filter.status ?? null, filter.after?.createdAt ?? null, filter.after?.id ?? null, filter.limit],
+    );
+  },
+
+  async get(db: Queryable, tenantId: string, subscriptionId: string, deliveryId: string): Promise<DeliveryRow | undefined> {
+    const rows = await db.query<DeliveryRow>('SELECT * FROM webhook_deliveries WHERE id = $1 AND tenant_id = $2 AND subscription_id = $3', [
+      deliveryId,
+      tenantId,
+      subscriptionId,
+    ]);
+    return rows[0];
+  },
+
+  /** Starts a new cycle of attempts for a failed delivery; undefined when it is not failed. */
+  async restart(db: Queryable, tenantId: string, deliveryId: string, now: Date): Promise<DeliveryRow | undefined> {
+    const rows = await db.query<DeliveryRow>(
+      `UPDATE webhook_deliveries SET status = 'pending', cycle_attempts = 0, next_attempt_at = $3, completed_at = NULL, updated_at = $3
+       WHERE id = $1 AND tenant_id = $2 AND status = 'failed' RETURNING *`,
+      [deliveryId, tenantId, now],
+    );
+    return rows[0];
+  },
+
+  async attempts(db: Queryable, tenantId: string, deliveryId: string): Promise<AttemptRow[]> {
+    return db.query<AttemptRow>(
+      'SELECT id, attempted_at, duration_ms, http_status, failure_code, error FROM webhook_attempts WHERE delivery_id = $1 AND tenant_id = $2 ORDER BY id',
+      [deliveryId, tenantId],
+    );
+  },
+
+  /** Deletes delivery metadata completed before `cutoff`, and events left without deliveries. */
+  async purge(db: Queryable, cutoff: Date): Promise<{ deliveries: number; events: number }> {
+    const deliveries = await db.query(`DELETE FROM webhook_deliveries WHERE status <> 'pending' AND completed_at < $1 RETURNING id`, [cutoff]);
+    const events = await db.query(
+      `DELETE FROM webhook_events e WHERE e.created_at < $1
+       AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id) RETURNING id`,
+      [cutoff],
+    );
+    return { deliveries: deliveries.length, events: events.length };
+  },
+};

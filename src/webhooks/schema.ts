@@ -1,0 +1,107 @@
+import { Type } from 'typebox';
+import { DateTime, Strict } from '../http/schemas.js';
+import { EVENT_TYPES } from './events.js';
+
+export const EventTypeSchema = Type.Union(EVENT_TYPES.map((t) => Type.Literal(t)), { description: 'Event type' });
+const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'Public https URL on port 443' });
+const Events = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { minItems: 1, maxItems: EVENT_TYPES.length, uniqueItems: true });
+const Description = Type.String({ maxLength: 500 });
+
+export const SubscriptionParams = Type.Object({ subscriptionId: Type.String({ minLength: 1, maxLength: 128 }) }, Strict);
+export const DeliveryParams = Type.Object(
+  { subscriptionId: Type.String({ minLength: 1, maxLength: 128 }), deliveryId: Type.String({ minLength: 1, maxLength: 128 }) },
+  Strict,
+);
+
+export const CreateSubscriptionBody = Type.Object(
+  { url: Url, events: Events, description: Type.Optional(Description), active: Type.Optional(Type.Boolean()) },
+  Strict,
+);
+
+export const UpdateSubscriptionBody = Type.Object(
+  {
+    url: Type.Optional(Url),
+    events: Type.Optional(Events),
+    active: Type.Optional(Type.Boolean()),
+    description: Type.Optional(Type.Union([Description, Type.Null()], { description: 'null or empty string clears it' })),
+  },
+  { ...Strict, minProperties: 1 },
+);
+
+export const Subscription = Type.Object(
+  {
+    subscriptionId: Type.String(),
+    url: Type.String(),
+    events: Type.Array(Type.String()),
+    active: Type.Boolean(),
+    description: Type.Optional(Type.String()),
+    ownerApiKeyId: Type.String(),
+    createdAt: DateTime,
+    updatedAt: DateTime,
+    secret: Type.Optional(Type.String({ description: 'Only on creation and rotation' })),
+  },
+  { $id: 'WebhookSubscription', additionalProperties: false },
+);
+
+export const SubscriptionList = Type.Object({ subscriptions: Type.Array(Type.Ref('WebhookSubscription')) }, { additionalProperties: false });
+
+const DeliveryStatus = Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('failed'), Type.Literal('canceled')]);
+
+export const Delivery = Type.Object(
+  {
+    deliveryId: Type.String(),
+    eventId: Type.String(),
+    eventType: Type.String(),
+    subscriptionId: Type.String(),
+    status: DeliveryStatus,
+    attempts: Type.Integer({ minimum: 0, description: 'Attempts made, over every cycle' }),
+    nextAttemptAt: Type.Optional(DateTime),
+    httpStatus: Type.Optional(Type.Integer()),
+    failureCode: Type.Optional(
+      Type.Union(['http_status', 'redirect', 'timeout', 'dns', 'connection', 'blocked_destination', 'tls'].map((c) => Type.Literal(c))),
+    ),
+    deliveredAt: Type.Optional(DateTime),
+    createdAt: DateTime,
+    updatedAt: DateTime,
+  },
+  { $id: 'WebhookDelivery', additionalProperties: false },
+);
+
+export const DeliveryEnvelope = Type.Object({ delivery: Type.Ref('WebhookDelivery') }, { additionalProperties: false });
+
+export const DeliveryListQuery = Type.Object(
+  {
+    status: Type.Optional(DeliveryStatus),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
+    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 400 })),
+  },
+  Strict,
+);
+
+export const DeliveryList = Type.Object(
+  { deliveries: Type.Array(Type.Ref('WebhookDelivery')), nextCursor: Type.Optional(Type.String()), hasMore: Type.Boolean() },
+  { additionalProperties: false },
+);
+
+export const AttemptList = Type.Object(
+  {
+    attempts: Type.Array(
+      Type.Object(
+        {
+          attemptedAt: DateTime,
+          durationMs: Type.Integer(),
+          httpStatus: Type.Optional(Type.Integer()),
+          failureCode: Type.Optional(Type.String()),
+          error: Type.Optional(Type.String()),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const TestEventBody = Type.Object(
+  { type: EventTypeSchema, data: Type.Record(Type.String({ maxLength: 64 }), Type.Unknown(), { maxProperties: 32 }) },
+  Strict,
+);

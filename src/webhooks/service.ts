@@ -1,0 +1,253 @@
+import type { Clock } from '../clock.js';
+import type { Db, Tx } from '../db/driver.js';
+import { insufficientScope, type Principal } from '../auth/keys.js';
+import { hasScope, missingScopes } from '../auth/scopes.js';
+import { conflict, invalid, notFound } from '../errors.js';
+import type { Cursors } from '../http/cursor.js';
+import { newId } from '../ids.js';
+import { decryptSecret, encryptSecret, type Keyring } from '../secrets.js';
+import { iso } from '../util/time.js';
+import { EVENT_SCOPES, EVENT_TYPES, WEBHOOKS_CHANNEL, emit, requiredScopesFor, type EventType } from './events.js';
+import { deliveryRepo, subscriptionRepo, type AttemptRow, type DeliveryRow, type SubscriptionRow } from './repo.js';
+import { newWebhookSecret } from './sign.js';
+import { validateWebhookUrl } from './ssrf.js';
+
+export const MAX_SUBSCRIPTIONS_PER_TENANT = 50;
+const RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
+
+export function subscriptionView(row: SubscriptionRow, secret?: string) {
+  return {
+    subscriptionId: row.id,
+    url: row.url,
+    events: row.events,
+    active: row.active,
+    ...(row.description !== null ? { description: row.description } : {}),
+    ownerApiKeyId: row.owner_api_key_id,
+    createdAt: iso(row.created_at)!,
+    updatedAt: iso(row.updated_at)!,
+    ...(secret ? { secret } : {}),
+  };
+}
+
+export function deliveryView(row: DeliveryRow) {
+  return {
+    deliveryId: row.id,
+    eventId: row.event_id,
+    eventType: row.event_type,
+    subscriptionId: row.subscription_id,
+    status: row.status,
+    attempts: row.attempts,
+    nextAttemptAt: row.status === 'pending' ? iso(row.next_attempt_at) : undefined,
+    httpStatus: row.http_status ?? undefined,
+    failureCode: row.failure_code ?? undefined,
+    deliveredAt: iso(row.delivered_at),
+    createdAt: iso(row.created_at)!,
+    updatedAt: iso(row.updated_at)!,
+  };
+}
+
+function attemptView(row: AttemptRow) {
+  return {
+    attemptedAt: iso(row.attempted_at)!,
+    durationMs: row.duration_ms,
+    httpStatus: row.http_status ?? undefined,
+    failureCode: row.failure_code ?? undefined,
+    error: row.error ?? undefined,
+  };
+}
+
+export interface WebhookServiceDeps {
+  db: Db;
+  clock: Clock;
+  keyring: Keyring;
+  cursors: Cursors;
+  allowPrivateDestinations: boolean;
+}
+
+/** Subscriptions, delivery inspection and retry; the rules of who may receive what. */
+export class WebhookService {
+  constructor(private readonly deps: WebhookServiceDeps) {}
+
+  private checkUrl(raw: string): { url: string; host: string } {
+    const result = validateWebhookUrl(raw, { allowPrivate: this.deps.allowPrivateDestinations });
+    if (!result.ok) throw invalid('body.url', result.reason);
+    return { url: result.url.toString(), host: result.url.hostname.toLowerCase() };
+  }
+
+  private checkEvents(events: string[]): EventType[] {
+    const unknown = events.filter((type) => !(EVENT_TYPES as string[]).includes(type));
+    if (unknown.length > 0) throw invalid('body.events', `unknown event types: ${unknown.join(', ')}`);
+    return [...new Set(events)] as EventType[];
+  }
+
+  /** Creating or changing a subscription needs webhooks:write and the read scope of every selected event type. */
+  private checkEventScopes(principal: Principal, events: string[]): void {
+    const required = ['webhooks:write', ...requiredScopesFor(events)];
+    const missing = missingScopes(principal.scopes, required);
+    if (missing.length > 0) throw insufficientScope(required, missing);
+  }
+
+  async create(principal: Principal, input: { url: string; events: string[]; description?: string; active?: boolean }) {
+    const events = this.checkEvents(input.events);
+    this.checkEventScopes(principal, events);
+    const { url, host } = this.checkUrl(input.url);
+    const secret = newWebhookSecret();
+    return this.deps.db.transaction(async (tx) => {
+      await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`webhook-subscriptions:${principal.tenantId}`]);
+      if ((await subscriptionRepo.count(tx, principal.tenantId)) >= MAX_SUBSCRIPTIONS_PER_TENANT) {
+        throw conflict(`a business can have at most ${MAX_SUBSCRIPTIONS_PER_TENANT} webhook subscriptions; delete one first`);
+      }
+      const row = await subscriptionRepo.insert(tx, {
+        id: newId('whk'),
+        tenant_id: principal.tenantId,
+        url,
+        host,
+        events,
+        active: input.active ?? true,
+        description: input.description ?? null,
+        owner_api_key_id: principal.apiKeyId,
+        secret_sealed: encryptSecret(this.deps.keyring.encryptionKey, secret),
+        now: this.deps.clock.now(),
+      });
+      return subscriptionView(row, secret);
+    });
+  }
+
+  async list(principal: Principal) {
+    return { subscriptions: (await subscriptionRepo.list(this.deps.db, principal.tenantId)).map((row) => subscriptionView(row)) };
+  }
+
+  async get(principal: Principal, id: string) {
+    return subscriptionView(await this.require(this.deps.db, principal.tenantId, id));
+  }
+
+  private async require(db: Db | Tx, tenantId: string, id: string, lock = false): Promise<SubscriptionRow> {
+    const row = await subscriptionRepo.get(db, tenantId, id, lock);
+    if (!row) throw notFound('webhook subscription');
+    return row;
+  }
+
+  /**
+   * Only supplied fields change; the caller's key must hold the read scopes of the resulting event types
+   * and becomes the owner. Disabling cancels pending deliveries; removing an event type cancels its pending
+   * deliveries. Re-enabling does not replay anything.
+   */
+  async update(principal: Principal, id: string, patch: { url?: string; events?: string[]; active?: boolean; description?: string | null }) {
+    const events = patch.events ? this.checkEvents(patch.events) : undefined;
+    const target = patch.url !== undefined ? this.checkUrl(patch.url) : undefined;
+    return this.deps.db.transaction(async (tx) => {
+      const current = await this.require(tx, principal.tenantId, id, true);
+      const nextEvents = events ?? current.events;
+      this.checkEventScopes(principal, nextEvents);
+      const now = this.deps.clock.now();
+      const active = patch.active ?? current.active;
+      const row = await subscriptionRepo.update(tx, principal.tenantId, id, {
+        url: target?.url ?? current.url,
+        host: target?.host ?? current.host,
+        events: nextEvents,
+        active,
+        description: patch.description === undefined ? current.description : patch.description === '' ? null : patch.description,
+        ownerApiKeyId: principal.apiKeyId,
+        now,
+      });
+      if (!active) await deliveryRepo.cancelForSubscription(tx, id, now);
+      else {
+        const removed = current.events.filter((type) => !nextEvents.includes(type));
+        if (removed.length > 0) await deliveryRepo.cancelForSubscription(tx, id, now, removed);
+      }
+      return subscriptionView(row);
+    });
+  }
+
+  async remove(principal: Principal, id: string): Promise<void> {
+    await this.deps.db.transaction(async (tx) => {
+      const now = this.deps.clock.now();
+      if (!(await subscriptionRepo.softDelete(tx, principal.tenantId, id, now))) throw notFound('webhook subscription');
+      await deliveryRepo.cancelForSubscription(tx, id, now);
+    });
+  }
+
+  /** New secret, used from the next attempt on. */
+  async rotateSecret(principal: Principal, id: string) {
+    const secret = newWebhookSecret();
+    const row = await subscriptionRepo.setSecret(
+      this.deps.db,
+      principal.tenantId,
+      id,
+      encryptSecret(this.deps.keyring.encryptionKey, secret),
+      this.deps.clock.now(),
+    );
+    if (!row) throw notFound('webhook subscription');
+    return subscriptionView(row, secret);
+  }
+
+  decryptSecret(sealed: string): string {
+    return decryptSecret(this.deps.keyring.encryptionKey, sealed);
+  }
+
+  async listDeliveries(principal: Principal, subscriptionId: string, query: { status?: string; limit?: number; cursor?: string }) {
+    await this.require(this.deps.db, principal.tenantId, subscriptionId);
+    const limit = query.limit ?? 50;
+    const filters = { tenantId: principal.tenantId, subscriptionId, status: query.status ?? null };
+    const after = query.cursor ? this.deps.cursors.decode<{ createdAt: string; id: string }>('webhook-deliveries', filters, query.cursor) : undefined;
+    const rows = await deliveryRepo.list(this.deps.db, principal.tenantId, subscriptionId, { status: query.status, limit: limit + 1, after });
+    const page = rows.slice(0, limit);
+    const hasMore = rows.length > limit;
+    const last = page[page.length - 1];
+    return {
+      deliveries: page.map(deliveryView),
+      ...(hasMore && last ? { nextCursor: this.deps.cursors.encode('webhook-deliveries', filters, { createdAt: iso(last.created_at), id: last.id }) } : {}),
+      hasMore,
+    };
+  }
+
+  async getDelivery(principal: Principal, subscriptionId: string, deliveryId: string) {
+    const row = await deliveryRepo.get(this.deps.db, principal.tenantId, subscriptionId, deliveryId);
+    if (!row) throw notFound('webhook delivery');
+    return { delivery: deliveryView(row) };
+  }
+
+  async listAttempts(principal: Principal, subscriptionId: string, deliveryId: string) {
+    await this.getDelivery(principal, subscriptionId, deliveryId);
+    return { attempts: (await deliveryRepo.attempts(this.deps.db, principal.tenantId, deliveryId)).map(attemptView) };
+  }
+
+  /** A failed delivery starts a new cycle of attempts with the same event id; any other state is 409. */
+  async retryDelivery(principal: Principal, subscriptionId: string, deliveryId: string) {
+    return this.deps.db.transaction(async (tx) => {
+      const subscription = await this.require(tx, principal.tenantId, subscriptionId);
+      const current = await deliveryRepo.get(tx, principal.tenantId, subscriptionId, deliveryId);
+      if (!current) throw notFound('webhook delivery');
+      if (current.status !== 'failed') {
+        throw conflict(`only a failed delivery can be retried; this one is ${current.status}`, { status: current.status });
+      }
+      if (!subscription.active) throw conflict('the subscription is disabled; enable it before retrying');
+      const row = await deliveryRepo.restart(tx, principal.tenantId, deliveryId, this.deps.clock.now());
+      if (!row) throw conflict('the delivery changed state; read it again');
+      tx.notify(WEBHOOKS_CHANNEL);
+      return { delivery: deliveryView(row) };
+    });
+  }
+
+  /** Emits a synthetic event (admin API: lets a dashboard or test exercise an endpoint end to end). */
+  async emitTestEvent(tenantId: string, type: string, data: Record<string, unknown>) {
+    if (!(EVENT_TYPES as string[]).includes(type)) throw invalid('body.type', `unknown event type ${type}`);
+    return this.deps.db.transaction((tx) => emit(tx, this.deps.clock.now(), tenantId, type as EventType, data));
+  }
+
+  /** Key revoked or downscoped: cancel pending deliveries the key may no longer receive. */
+  async onApiKeyChanged(tx: Tx, change: { apiKeyId: string; scopes: string[]; revoked: boolean }): Promise<void> {
+    const now = this.deps.clock.now();
+    if (change.revoked) {
+      await deliveryRepo.cancelForOwner(tx, change.apiKeyId, now);
+      return;
+    }
+    const lost = EVENT_TYPES.filter((type) => !hasScope(change.scopes, EVENT_SCOPES[type]));
+    if (lost.length > 0) await deliveryRepo.cancelForOwner(tx, change.apiKeyId, now, lost);
+  }
+
+  async purgeExpired(): Promise<{ deliveries: number; events: number }> {
+    return deliveryRepo.purge(this.deps.db, new Date(this.deps.clock.now().getTime() - RETENTION_MS));
+  }
+}
+
