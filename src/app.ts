@@ -8,8 +8,10 @@ import { DomainError, errorBody, statusOf, type ErrorCode, type Issue } from './
 import { authenticateHook } from './http/auth.js';
 import { ErrorBody } from './http/schemas.js';
 import { RateLimiter } from './http/rate-limit.js';
+import { validatorCompiler } from './http/validation.js';
 import { adminRoutes } from './admin/routes.js';
 import { webhookRoutes } from './webhooks/routes.js';
+import { webhookSharedSchemas } from './webhooks/schema.js';
 import { migrationsApplied } from './db/migrate.js';
 import type { Services } from './services.js';
 
@@ -70,13 +72,13 @@ export async function buildApp(services: Services, logger: Logger): Promise<App>
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : `req_${randomBytes(9).toString('base64url')}`;
     },
-    ajv: { customOptions: { removeAdditional: false, allErrors: true, coerceTypes: 'array', useDefaults: true } },
     routerOptions: { ignoreTrailingSlash: true },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // JSON only: anything else is 415 rather than a string body that fails validation confusingly.
   app.removeContentTypeParser('text/plain');
-  app.addSchema(ErrorBody);
+  app.setValidatorCompiler(validatorCompiler());
+  for (const schema of [ErrorBody, ...webhookSharedSchemas]) app.addSchema(schema);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
   });
@@ -148,11 +150,14 @@ interface OpenApiDoc {
   [key: string]: unknown;
 }
 
-/** The public document: only /m2m/v1 paths, written relative to the server URL. */
+/**
+ * The public document: @fastify/swagger already writes paths relative to the server URL (/m2m/v1);
+ * admin and health routes are hidden, and this drops anything else outside the public API.
+ */
 function publicDocument(doc: OpenApiDoc): OpenApiDoc {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const [path, item] of Object.entries(doc.paths ?? {})) {
-    if (path.startsWith(`${API_PREFIX}/`)) paths[path.slice(API_PREFIX.length)] = item;
+    if (!path.startsWith('/admin/') && !path.startsWith('/m2m/')) paths[path] = item;
   }
   return { ...doc, paths };
 }

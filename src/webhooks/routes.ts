@@ -6,12 +6,10 @@ import type { Services } from '../services.js';
 import {
   AttemptList,
   CreateSubscriptionBody,
-  Delivery,
   DeliveryEnvelope,
   DeliveryList,
   DeliveryListQuery,
   DeliveryParams,
-  Subscription,
   SubscriptionList,
   SubscriptionParams,
   UpdateSubscriptionBody,
@@ -24,8 +22,6 @@ export function webhookRoutes(services: Services) {
   return async (instance: FastifyInstance): Promise<void> => {
     const app = instance.withTypeProvider<TypeBoxTypeProvider>();
     const { webhooks } = services;
-    app.addSchema(Subscription);
-    app.addSchema(Delivery);
     const sub = { $ref: 'WebhookSubscription#' } as const;
 
     app.post('/webhooks', {

@@ -105,3 +105,6 @@ export const TestEventBody = Type.Object(
   { type: EventTypeSchema, data: Type.Record(Type.String({ maxLength: 64 }), Type.Unknown(), { maxProperties: 32 }) },
   Strict,
 );
+
+/** Schemas referenced by $id from responses; added once at the root (adding them in a child context would reset its validator). */
+export const webhookSharedSchemas = [Subscription, Delivery];

@@ -1,0 +1,25 @@
+import { Ajv, type Options } from 'ajv';
+import * as formats from 'ajv-formats';
+import type { FastifySchema, FastifySchemaCompiler } from 'fastify';
+
+// ajv-formats ships CommonJS; under NodeNext its default export arrives wrapped.
+const addFormats = (formats as unknown as { default: formats.FormatsPlugin }).default;
+
+const shared: Options = { removeAdditional: false, allErrors: true, useDefaults: true, strict: false };
+
+function build(options: Options): Ajv {
+  const ajv = new Ajv({ ...shared, ...options });
+  addFormats(ajv);
+  return ajv;
+}
+
+/**
+ * Request validation. Query strings, path parameters and headers arrive as text, so they are coerced
+ * (`limit=5` → 5). JSON bodies are typed already and are never coerced: `"url": 42` is an error, not "42".
+ * Unknown properties are reported, never silently removed.
+ */
+export function validatorCompiler(): FastifySchemaCompiler<FastifySchema> {
+  const body = build({ coerceTypes: false });
+  const text = build({ coerceTypes: 'array' });
+  return ({ schema, httpPart }) => (httpPart === 'body' ? body : text).compile(schema as object);
+}
