@@ -12,6 +12,8 @@ import { validatorCompiler } from './http/validation.js';
 import { adminRoutes } from './admin/routes.js';
 import { webhookRoutes } from './webhooks/routes.js';
 import { webhookSharedSchemas } from './webhooks/schema.js';
+import { conversationRoutes } from './conversations/routes.js';
+import { conversationSharedSchemas } from './conversations/schema.js';
 import { migrationsApplied } from './db/migrate.js';
 import type { Services } from './services.js';
 
@@ -78,9 +80,15 @@ export async function buildApp(services: Services, logger: Logger): Promise<App>
   // JSON only: anything else is 415 rather than a string body that fails validation confusingly.
   app.removeContentTypeParser('text/plain');
   app.setValidatorCompiler(validatorCompiler());
-  for (const schema of [ErrorBody, ...webhookSharedSchemas]) app.addSchema(schema);
+  for (const schema of [ErrorBody, ...webhookSharedSchemas, ...conversationSharedSchemas]) app.addSchema(schema);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
+  });
+
+  // A POST/PUT/PATCH without a body is validated as {}: optional-body routes accept it, and routes with
+  // required fields say which are missing instead of "body must be object".
+  app.addHook('preValidation', async (request) => {
+    if (request.body === undefined && (request.method === 'POST' || request.method === 'PUT' || request.method === 'PATCH')) request.body = {};
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
@@ -125,6 +133,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<App>
     async (api) => {
       api.addHook('onRequest', authenticateHook(services.apiKeys, limiter));
       await api.register(webhookRoutes(services));
+      await api.register(conversationRoutes(services));
     },
     { prefix: API_PREFIX },
   );

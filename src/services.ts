@@ -5,6 +5,8 @@ import type { Db } from './db/driver.js';
 import type { Keyring } from './secrets.js';
 import { ApiKeyService } from './auth/keys.js';
 import { ChannelService } from './channels/service.js';
+import { ConversationService } from './conversations/service.js';
+import { InboxService } from './conversations/inbox.js';
 import { Cursors } from './http/cursor.js';
 import { TenantService } from './tenants/service.js';
 import { WebhookService } from './webhooks/service.js';
@@ -21,6 +23,8 @@ export interface Services {
   apiKeys: ApiKeyService;
   channels: ChannelService;
   webhooks: WebhookService;
+  conversations: ConversationService;
+  inbox: InboxService;
 }
 
 export function createServices(deps: { config: Config; db: Db; clock: Clock; keyring: Keyring; log: Logger }): Services {
@@ -36,5 +40,7 @@ export function createServices(deps: { config: Config; db: Db; clock: Clock; key
     apiKeys,
     channels: new ChannelService(db, clock),
     webhooks,
+    conversations: new ConversationService(db, clock, cursors),
+    inbox: new InboxService(db, clock),
   };
 }

@@ -6,6 +6,7 @@ import { SUPPORTED_LOCALES, TEMPLATE_STATUSES } from '../channels/service.js';
 import { DateTime, Strict } from '../http/schemas.js';
 import type { Services } from '../services.js';
 import { TestEventBody } from '../webhooks/schema.js';
+import { conversationAdminRoutes } from '../conversations/admin-routes.js';
 
 const Id = Type.String({ minLength: 1, maxLength: 128 });
 const TenantParams = Type.Object({ tenantId: Id }, Strict);
@@ -17,6 +18,7 @@ export function adminRoutes(services: Services) {
     const app = instance.withTypeProvider<TypeBoxTypeProvider>();
     const { tenants, apiKeys, channels, webhooks } = services;
     const hide = { hide: true };
+    await app.register(conversationAdminRoutes(services));
 
     app.post('/tenants', {
       schema: { ...hide, body: Type.Object({ name: Name, timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })) }, Strict) },

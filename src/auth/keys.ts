@@ -10,6 +10,8 @@ export const KEY_PREFIX = 'm2m_live_';
 
 export interface Principal {
   apiKeyId: string;
+  /** The key's name, recorded as the actor's display name. */
+  apiKeyName: string;
   tenantId: string;
   scopes: string[];
 }
@@ -78,14 +80,14 @@ export class ApiKeyService {
   /** Resolves a bearer key to its principal; undefined for unknown, revoked or expired keys. */
   async authenticate(key: string): Promise<Principal | undefined> {
     if (!key.startsWith(KEY_PREFIX) || key.length > 200) return undefined;
-    const rows = await this.db.query<Pick<KeyRow, 'id' | 'tenant_id' | 'scopes' | 'expires_at' | 'revoked_at'>>(
-      'SELECT id, tenant_id, scopes, expires_at, revoked_at FROM api_keys WHERE key_hash = $1',
+    const rows = await this.db.query<Pick<KeyRow, 'id' | 'name' | 'tenant_id' | 'scopes' | 'expires_at' | 'revoked_at'>>(
+      'SELECT id, name, tenant_id, scopes, expires_at, revoked_at FROM api_keys WHERE key_hash = $1',
       [hashKey(key)],
     );
     const row = rows[0];
     if (!row || row.revoked_at) return undefined;
     if (row.expires_at && row.expires_at.getTime() <= this.clock.now().getTime()) return undefined;
-    return { apiKeyId: row.id, tenantId: row.tenant_id, scopes: row.scopes };
+    return { apiKeyId: row.id, apiKeyName: row.name, tenantId: row.tenant_id, scopes: row.scopes };
   }
 
   async create(tenantId: string, input: { name: string; scopes: string[]; expiresAt?: string }): Promise<ApiKeyView & { key: string }> {

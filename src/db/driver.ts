@@ -3,6 +3,7 @@ import path from 'node:path';
 import { mkdirSync } from 'node:fs';
 import pg from 'pg';
 import { PGlite } from '@electric-sql/pglite';
+import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 
 /** Anything that runs SQL: the database itself or an open transaction. */
 export interface Queryable {
@@ -187,7 +188,8 @@ export async function openDb(options: DbOptions): Promise<Db> {
   if (options.databaseUrl) {
     const clientConfig: pg.ClientConfig = {
       connectionString: options.databaseUrl,
-      options: `-c search_path=${schema}`,
+      // public stays on the path for extension objects (pg_trgm lives there); our tables are in `schema`.
+      options: schema === 'public' ? undefined : `-c search_path=${schema},public`,
     };
     const pool = new pg.Pool({ ...clientConfig, max: options.poolSize ?? 20, idleTimeoutMillis: 30_000 });
     // Idle clients can error when the server restarts; the pool replaces them.
@@ -201,9 +203,9 @@ export async function openDb(options: DbOptions): Promise<Db> {
     dataDir = path.resolve(options.dataDir, 'pgdata');
     mkdirSync(dataDir, { recursive: true });
   }
-  const lite = await PGlite.create(dataDir, { parsers: { 20: (value: string) => Number(value) } });
+  const lite = await PGlite.create(dataDir, { parsers: { 20: (value: string) => Number(value) }, extensions: { pg_trgm } });
   if (schema !== 'public') {
-    await lite.exec(`CREATE SCHEMA IF NOT EXISTS ${schema}; SET search_path TO ${schema}`);
+    await lite.exec(`CREATE SCHEMA IF NOT EXISTS ${schema}; SET search_path TO ${schema}, public`);
   }
   return new PgliteDb(lite, schema);
 }

@@ -20,12 +20,13 @@ export function listMigrations(): Migration[] {
 
 /**
  * Applies pending migrations in one transaction under a transaction-scoped advisory lock,
- * so nodes starting together apply each migration exactly once.
+ * so nodes starting together apply each migration exactly once. The lock is database-wide (not per
+ * schema) because extensions such as pg_trgm are database-wide too.
  */
 export async function migrate(db: Db): Promise<number[]> {
   const migrations = listMigrations();
   return db.transaction(async (tx) => {
-    await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`m2m-migrations:${db.schema}`]);
+    await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', ['m2m-migrations']);
     await tx.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
     const done = new Set((await tx.query<{ version: number }>('SELECT version FROM schema_migrations')).map((r) => r.version));

@@ -1,0 +1,141 @@
+import type { Clock } from '../clock.js';
+import type { Db, Tx } from '../db/driver.js';
+import { conflict, invalid, notFound } from '../errors.js';
+import { newId } from '../ids.js';
+import { channelRepo, type ChannelRow } from '../channels/repo.js';
+import { emit } from '../webhooks/events.js';
+import { systemActor, type Actor } from './actor.js';
+import { normalizePhone } from './phone.js';
+import { conversationRepo, searchText, type ContactRow, type ConversationRow } from './repo.js';
+import { recordActivity, requireActiveOperator, requireConversation } from './service.js';
+import { contactView, conversationView, handoffView } from './views.js';
+
+export interface ContactInput {
+  name?: string;
+  phone?: string;
+  handle?: string;
+}
+
+const PREVIEW_LENGTH = 140;
+
+export function preview(text: string): string {
+  return text.length <= PREVIEW_LENGTH ? text : `${text.slice(0, PREVIEW_LENGTH - 1)}…`;
+}
+
+/** Finds the contact by E.164 phone (or by handle when there is no phone), creating it if needed. */
+export async function ensureContact(tx: Tx, tenantId: string, input: ContactInput, now: Date): Promise<ContactRow> {
+  let phone: string | undefined;
+  if (input.phone !== undefined) {
+    phone = normalizePhone(input.phone);
+    if (!phone) throw invalid('body.contact.phone', 'must be a valid international phone number such as +5215512345678');
+  }
+  if (!phone && !input.handle) throw invalid('body.contact', 'needs a phone or a handle');
+  const find = () => (phone ? conversationRepo.findContactByPhone(tx, tenantId, phone) : conversationRepo.findContactByHandle(tx, tenantId, input.handle!));
+  let contact = await find();
+  if (!contact) {
+    const inserted = await conversationRepo.insertContact(tx, { id: newId('ct'), tenant_id: tenantId, name: input.name ?? null, phone_e164: phone ?? null, handle: input.handle ?? null, now });
+    contact = inserted ?? (await find());
+    if (!contact) throw conflict('contact was created concurrently; retry');
+    return contact;
+  }
+  const rename = input.name !== undefined && input.name !== contact.name;
+  const addHandle = input.handle !== undefined && contact.handle === null;
+  if (rename || addHandle) {
+    contact = (await conversationRepo.updateContact(tx, tenantId, contact.id, { ...(rename ? { name: input.name } : {}), ...(addHandle ? { handle: input.handle } : {}) }, now))!;
+    await conversationRepo.refreshSearchText(tx, contact);
+  }
+  return contact;
+}
+
+/** One conversation per channel and contact. */
+export async function ensureConversation(tx: Tx, tenantId: string, channel: ChannelRow, contact: ContactRow, now: Date): Promise<ConversationRow> {
+  const existing = await conversationRepo.findConversation(tx, channel.id, contact.id);
+  if (existing) return existing;
+  const inserted = await conversationRepo.insertConversation(tx, {
+    id: newId('conv'),
+    tenantId,
+    channelId: channel.id,
+    channelKind: channel.kind,
+    contactId: contact.id,
+    searchText: searchText(contact),
+    now,
+  });
+  return inserted ?? (await conversationRepo.findConversation(tx, channel.id, contact.id))!;
+}
+
+/** The admin side of the inbox: what arrives from channels and what the dashboard's operators do. */
+export class InboxService {
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+  ) {}
+
+  /** A guest's message arrives: contact and conversation found or created, obligation raised, message.created emitted. */
+  async receiveInbound(tenantId: string, input: { channelId: string; contact: ContactInput; text: string }) {
+    return this.db.transaction(async (tx) => {
+      const channel = await channelRepo.get(tx, tenantId, input.channelId);
+      if (!channel) throw notFound('channel');
+      const now = this.clock.now();
+      const contact = await ensureContact(tx, tenantId, input.contact, now);
+      const conversation = await ensureConversation(tx, tenantId, channel, contact, now);
+      await tx.query('SELECT id FROM conversations WHERE id = $1 FOR UPDATE', [conversation.id]);
+      const messageId = newId('msg');
+      await conversationRepo.insertMessage(tx, { id: messageId, tenantId, conversationId: conversation.id, direction: 'inbound', text: input.text, now });
+      await conversationRepo.recordInbound(tx, conversation.id, { messageId, preview: preview(input.text), now });
+      await recordActivity(tx, { tenantId, conversationId: conversation.id, kind: 'message.inbound', actor: { type: 'contact', id: contact.id }, data: { messageId }, now });
+      await emit(tx, now, tenantId, 'message.created', { messageId, conversationId: conversation.id, direction: 'inbound', channel: channel.kind });
+      return { conversationId: conversation.id, messageId, contactId: contact.id };
+    });
+  }
+
+  async updateContact(tenantId: string, contactId: string, patch: { name?: string | null; consent?: boolean; optedOut?: boolean }) {
+    return this.db.transaction(async (tx) => {
+      const contact = await conversationRepo.updateContact(tx, tenantId, contactId, patch, this.clock.now());
+      if (!contact) throw notFound('contact');
+      if (patch.name !== undefined) await conversationRepo.refreshSearchText(tx, contact);
+      return contactView(contact);
+    });
+  }
+
+  async setOwner(tenantId: string, conversationId: string, ownerOperatorId: string | null, actor: Actor = systemActor) {
+    return this.db.transaction(async (tx) => {
+      await requireConversation(tx, tenantId, conversationId, true);
+      if (ownerOperatorId !== null) await requireActiveOperator(tx, tenantId, ownerOperatorId);
+      const now = this.clock.now();
+      await conversationRepo.setOwner(tx, conversationId, ownerOperatorId, now);
+      await recordActivity(tx, { tenantId, conversationId, kind: 'conversation.owner_changed', actor, data: { ownerOperatorId }, now });
+      return conversationView((await conversationRepo.getWithContact(tx, tenantId, conversationId))!);
+    });
+  }
+
+  /** Opens, assigns or resolves the human handoff, emitting conversation.handoff.updated. */
+  async handoff(tenantId: string, conversationId: string, input: { action: 'open' | 'assign' | 'resolve'; operatorId?: string | null }, actor: Actor = systemActor) {
+    return this.db.transaction(async (tx) => {
+      const conversation = await requireConversation(tx, tenantId, conversationId, true);
+      if (input.operatorId) await requireActiveOperator(tx, tenantId, input.operatorId);
+      const now = this.clock.now();
+      let handoffId = conversation.open_handoff_id;
+      let action: 'opened' | 'assigned' | 'resolved';
+      if (input.action === 'open') {
+        if (handoffId) throw conflict('a handoff is already open for this conversation');
+        handoffId = (await conversationRepo.insertHandoff(tx, { id: newId('hof'), tenantId, conversationId, operatorId: input.operatorId ?? null, now })).id;
+        await conversationRepo.setOpenCases(tx, conversationId, { handoffId }, now);
+        action = 'opened';
+      } else {
+        if (!handoffId) throw conflict('no handoff is open for this conversation');
+        if (input.action === 'assign') {
+          if (input.operatorId === undefined) throw invalid('body.operatorId', 'is required to assign (null unassigns)');
+          await conversationRepo.updateHandoff(tx, handoffId, { operatorId: input.operatorId }, now);
+          action = 'assigned';
+        } else {
+          await conversationRepo.updateHandoff(tx, handoffId, { resolve: true }, now);
+          await conversationRepo.setOpenCases(tx, conversationId, { handoffId: null }, now);
+          action = 'resolved';
+        }
+      }
+      await recordActivity(tx, { tenantId, conversationId, kind: `handoff.${action}`, actor, data: { caseId: handoffId }, now });
+      await emit(tx, now, tenantId, 'conversation.handoff.updated', { conversationId, caseId: handoffId, action });
+      return handoffView((await conversationRepo.getHandoff(tx, handoffId))!);
+    });
+  }
+}

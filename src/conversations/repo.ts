@@ -1,0 +1,341 @@
+import type { Queryable } from '../db/driver.js';
+
+export interface ContactRow {
+  id: string;
+  tenant_id: string;
+  name: string | null;
+  phone_e164: string | null;
+  handle: string | null;
+  consent: boolean;
+  opted_out: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface ConversationRow {
+  id: string;
+  tenant_id: string;
+  channel_id: string;
+  channel_kind: string;
+  contact_id: string;
+  owner_operator_id: string | null;
+  unread_count: number;
+  needs_reply: boolean;
+  needs_reply_reason: string | null;
+  needs_reply_detail: string | null;
+  needs_reply_event_id: string | null;
+  last_message_at: Date;
+  last_message_preview: string | null;
+  open_review_id: string | null;
+  open_handoff_id: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** A conversation joined with its contact, as lists and admin views show it. */
+export interface ConversationListRow extends ConversationRow {
+  contact_name: string | null;
+  contact_phone: string | null;
+}
+
+export interface ReviewRow {
+  id: string;
+  tenant_id: string;
+  conversation_id: string;
+  status: 'requested' | 'resolved';
+  reason_code: string;
+  note: string | null;
+  requested_by_id: string;
+  requested_by_name: string;
+  assigned_operator_id: string | null;
+  assigned_operator_name: string | null;
+  requested_at: Date;
+  resolved_at: Date | null;
+  resolution_note: string | null;
+}
+
+export interface HandoffRow {
+  id: string;
+  conversation_id: string;
+  status: 'open' | 'resolved';
+  assigned_operator_id: string | null;
+  opened_at: Date;
+  resolved_at: Date | null;
+  updated_at: Date;
+}
+
+export interface ActivityRow {
+  id: number;
+  conversation_id: string;
+  kind: string;
+  actor_type: string;
+  actor_id: string | null;
+  data: Record<string, unknown>;
+  created_at: Date;
+}
+
+/** Lowercased name, phone digits and handle: the text a contact search matches. */
+export function searchText(contact: Pick<ContactRow, 'name' | 'phone_e164' | 'handle'>): string {
+  return [contact.name?.toLowerCase(), contact.phone_e164?.replace(/\D/g, ''), contact.handle?.toLowerCase()].filter(Boolean).join(' ');
+}
+
+export interface ListFilter {
+  tenantId: string;
+  channel?: string;
+  ownerOperatorId?: string;
+  /** LIKE patterns (already escaped) any of which must match search_text. */
+  patterns: string[];
+}
+
+function filterSql(filter: ListFilter, params: unknown[]): string {
+  params.push(filter.tenantId);
+  const where = [`c.tenant_id = $${params.length}`];
+  if (filter.channel) {
+    params.push(filter.channel);
+    where.push(`c.channel_kind = $${params.length}`);
+  }
+  if (filter.ownerOperatorId) {
+    params.push(filter.ownerOperatorId);
+    where.push(`c.owner_operator_id = $${params.length}`);
+  }
+  if (filter.patterns.length > 0) {
+    const ors = filter.patterns.map((pattern) => {
+      params.push(pattern);
+      return `c.search_text LIKE $${params.length}`;
+    });
+    where.push(`(${ors.join(' OR ')})`);
+  }
+  return where.join(' AND ');
+}
+
+const listColumns = `c.*, ct.name AS contact_name, ct.phone_e164 AS contact_phone`;
+
+export const conversationRepo = {
+  async findContactByPhone(db: Queryable, tenantId: string, phone: string): Promise<ContactRow | undefined> {
+    return (await db.query<ContactRow>('SELECT * FROM contacts WHERE tenant_id = $1 AND phone_e164 = $2', [tenantId, phone]))[0];
+  },
+
+  async findContactByHandle(db: Queryable, tenantId: string, handle: string): Promise<ContactRow | undefined> {
+    return (await db.query<ContactRow>('SELECT * FROM contacts WHERE tenant_id = $1 AND phone_e164 IS NULL AND handle = $2', [tenantId, handle]))[0];
+  },
+
+  async getContact(db: Queryable, tenantId: string, contactId: string): Promise<ContactRow | undefined> {
+    return (await db.query<ContactRow>('SELECT * FROM contacts WHERE tenant_id = $1 AND id = $2', [tenantId, contactId]))[0];
+  },
+
+  async insertContact(db: Queryable, row: Omit<ContactRow, 'created_at' | 'updated_at' | 'consent' | 'opted_out'> & { now: Date }): Promise<ContactRow> {
+    const rows = await db.query<ContactRow>(
+      `INSERT INTO contacts (id, tenant_id, name, phone_e164, handle, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6)
+       ON CONFLICT DO NOTHING RETURNING *`,
+      [row.id, row.tenant_id, row.name, row.phone_e164, row.handle, row.now],
+    );
+    return rows[0];
+  },
+
+  async updateContact(
+    db: Queryable,
+    tenantId: string,
+    contactId: string,
+    patch: { name?: string | null; handle?: string | null; consent?: boolean; optedOut?: boolean },
+    now: Date,
+  ): Promise<ContactRow | undefined> {
+    const rows = await db.query<ContactRow>(
+      `UPDATE contacts SET
+         name = CASE WHEN $3 THEN $4 ELSE name END,
+         handle = CASE WHEN $5 THEN $6 ELSE handle END,
+         consent = COALESCE($7, consent), opted_out = COALESCE($8, opted_out), updated_at = $9
+       WHERE tenant_id = $1 AND id = $2 RETURNING *`,
+      [tenantId, contactId, patch.name !== undefined, patch.name ?? null, patch.handle !== undefined, patch.handle ?? null, patch.consent ?? null, patch.optedOut ?? null, now],
+    );
+    return rows[0];
+  },
+
+  async refreshSearchText(db: Queryable, contact: ContactRow): Promise<void> {
+    await db.query('UPDATE conversations SET search_text = $2 WHERE contact_id = $1', [contact.id, searchText(contact)]);
+  },
+
+  async findConversation(db: Queryable, channelId: string, contactId: string): Promise<ConversationRow | undefined> {
+    return (await db.query<ConversationRow>('SELECT * FROM conversations WHERE channel_id = $1 AND contact_id = $2', [channelId, contactId]))[0];
+  },
+
+  async insertConversation(
+    db: Queryable,
+    row: { id: string; tenantId: string; channelId: string; channelKind: string; contactId: string; searchText: string; now: Date },
+  ): Promise<ConversationRow> {
+    const rows = await db.query<ConversationRow>(
+      `INSERT INTO conversations (id, tenant_id, channel_id, channel_kind, contact_id, last_message_at, search_text, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $6, $6) ON CONFLICT (channel_id, contact_id) DO NOTHING RETURNING *`,
+      [row.id, row.tenantId, row.channelId, row.channelKind, row.contactId, row.now, row.searchText],
+    );
+    return rows[0];
+  },
+
+  /** The conversation, locked for the rest of the transaction when `lock` is set. */
+  async get(db: Queryable, tenantId: string, conversationId: string, lock = false): Promise<ConversationRow | undefined> {
+    const rows = await db.query<ConversationRow>(`SELECT * FROM conversations WHERE tenant_id = $1 AND id = $2${lock ? ' FOR UPDATE' : ''}`, [tenantId, conversationId]);
+    return rows[0];
+  },
+
+  async getWithContact(db: Queryable, tenantId: string, conversationId: string): Promise<ConversationListRow | undefined> {
+    const rows = await db.query<ConversationListRow>(
+      `SELECT ${listColumns} FROM conversations c JOIN contacts ct ON ct.id = c.contact_id WHERE c.tenant_id = $1 AND c.id = $2`,
+      [tenantId, conversationId],
+    );
+    return rows[0];
+  },
+
+  async insertMessage(
+    db: Queryable,
+    row: { id: string; tenantId: string; conversationId: string; direction: 'inbound' | 'outbound'; text: string; requestEventId?: string; now: Date },
+  ): Promise<void> {
+    await db.query(
+      `INSERT INTO messages (id, tenant_id, conversation_id, direction, text, request_event_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+      [row.id, row.tenantId, row.conversationId, row.direction, row.text, row.requestEventId ?? null, row.now],
+    );
+  },
+
+  async recordInbound(db: Queryable, conversationId: string, fields: { messageId: string; preview: string; now: Date }): Promise<void> {
+    await db.query(
+      `UPDATE conversations SET unread_count = unread_count + 1, needs_reply = true, needs_reply_reason = 'inbound_message',
+         needs_reply_detail = $3, needs_reply_event_id = $2, last_message_at = $4, last_message_preview = $3, updated_at = $4
+       WHERE id = $1`,
+      [conversationId, fields.messageId, fields.preview, fields.now],
+    );
+  },
+
+  async recordOutbound(db: Queryable, conversationId: string, fields: { preview: string; now: Date }): Promise<void> {
+    await db.query(`UPDATE conversations SET last_message_at = $3, last_message_preview = $2, updated_at = $3 WHERE id = $1`, [
+      conversationId,
+      fields.preview,
+      fields.now,
+    ]);
+  },
+
+  async markRead(db: Queryable, conversationId: string, actorId: string, now: Date): Promise<void> {
+    await db.query(`UPDATE conversations SET unread_count = 0, last_read_at = $3, last_read_by = $2, updated_at = $3 WHERE id = $1`, [conversationId, actorId, now]);
+  },
+
+  async clearNeedsReply(db: Queryable, conversationId: string, now: Date): Promise<void> {
+    await db.query(
+      `UPDATE conversations SET needs_reply = false, needs_reply_reason = NULL, needs_reply_detail = NULL, needs_reply_event_id = NULL, updated_at = $2 WHERE id = $1`,
+      [conversationId, now],
+    );
+  },
+
+  async setOwner(db: Queryable, conversationId: string, operatorId: string | null, now: Date): Promise<void> {
+    await db.query('UPDATE conversations SET owner_operator_id = $2, updated_at = $3 WHERE id = $1', [conversationId, operatorId, now]);
+  },
+
+  async setOpenCases(db: Queryable, conversationId: string, cases: { reviewId?: string | null; handoffId?: string | null }, now: Date): Promise<void> {
+    await db.query(
+      `UPDATE conversations SET
+         open_review_id = CASE WHEN $2 THEN $3 ELSE open_review_id END,
+         open_handoff_id = CASE WHEN $4 THEN $5 ELSE open_handoff_id END, updated_at = $6
+       WHERE id = $1`,
+      [conversationId, cases.reviewId !== undefined, cases.reviewId ?? null, cases.handoffId !== undefined, cases.handoffId ?? null, now],
+    );
+  },
+
+  /** One page, newest activity first, keyset after `after`. */
+  async list(db: Queryable, filter: ListFilter, page: { limit: number; after?: { at: string; id: string } }): Promise<ConversationListRow[]> {
+    const params: unknown[] = [];
+    let where = filterSql(filter, params);
+    if (page.after) {
+      params.push(page.after.at, page.after.id);
+      where += ` AND (c.last_message_at, c.id) < ($${params.length - 1}::timestamptz, $${params.length})`;
+    }
+    params.push(page.limit);
+    return db.query<ConversationListRow>(
+      `SELECT ${listColumns} FROM conversations c JOIN contacts ct ON ct.id = c.contact_id
+       WHERE ${where} ORDER BY c.last_message_at DESC, c.id DESC LIMIT $${params.length}`,
+      params,
+    );
+  },
+
+  async counts(db: Queryable, filter: ListFilter): Promise<{ total: number; unread: number; needs_reply: number }> {
+    const params: unknown[] = [];
+    const where = filterSql(filter, params);
+    const rows = await db.query<{ total: number; unread: number; needs_reply: number }>(
+      `SELECT count(*)::int AS total, count(*) FILTER (WHERE c.unread_count > 0)::int AS unread,
+              count(*) FILTER (WHERE c.needs_reply)::int AS needs_reply
+       FROM conversations c WHERE ${where}`,
+      params,
+    );
+    return rows[0];
+  },
+
+  async insertReview(
+    db: Queryable,
+    row: { id: string; tenantId: string; conversationId: string; reasonCode: string; note: string | null; requestedById: string; requestedByName: string; assignedOperatorId: string | null; now: Date },
+  ): Promise<void> {
+    await db.query(
+      `INSERT INTO review_cases (id, tenant_id, conversation_id, status, reason_code, note, requested_by_id, requested_by_name, assigned_operator_id, requested_at)
+       VALUES ($1, $2, $3, 'requested', $4, $5, $6, $7, $8, $9)`,
+      [row.id, row.tenantId, row.conversationId, row.reasonCode, row.note, row.requestedById, row.requestedByName, row.assignedOperatorId, row.now],
+    );
+  },
+
+  async getReview(db: Queryable, tenantId: string, reviewId: string): Promise<ReviewRow | undefined> {
+    const rows = await db.query<ReviewRow>(
+      `SELECT r.*, o.display_name AS assigned_operator_name FROM review_cases r
+       LEFT JOIN operators o ON o.id = r.assigned_operator_id WHERE r.tenant_id = $1 AND r.id = $2`,
+      [tenantId, reviewId],
+    );
+    return rows[0];
+  },
+
+  async assignReview(db: Queryable, reviewId: string, operatorId: string | null): Promise<void> {
+    await db.query('UPDATE review_cases SET assigned_operator_id = $2 WHERE id = $1', [reviewId, operatorId]);
+  },
+
+  async resolveReview(db: Queryable, reviewId: string, note: string | null, now: Date): Promise<void> {
+    await db.query(`UPDATE review_cases SET status = 'resolved', resolved_at = $3, resolution_note = $2 WHERE id = $1`, [reviewId, note, now]);
+  },
+
+  async insertHandoff(db: Queryable, row: { id: string; tenantId: string; conversationId: string; operatorId: string | null; now: Date }): Promise<HandoffRow> {
+    const rows = await db.query<HandoffRow>(
+      `INSERT INTO handoffs (id, tenant_id, conversation_id, status, assigned_operator_id, opened_at, updated_at)
+       VALUES ($1, $2, $3, 'open', $4, $5, $5) RETURNING *`,
+      [row.id, row.tenantId, row.conversationId, row.operatorId, row.now],
+    );
+    return rows[0];
+  },
+
+  async updateHandoff(db: Queryable, handoffId: string, patch: { operatorId?: string | null; resolve?: boolean }, now: Date): Promise<HandoffRow> {
+    const rows = await db.query<HandoffRow>(
+      `UPDATE handoffs SET
+         assigned_operator_id = CASE WHEN $2 THEN $3 ELSE assigned_operator_id END,
+         status = CASE WHEN $4 THEN 'resolved' ELSE status END,
+         resolved_at = CASE WHEN $4 THEN $5::timestamptz ELSE resolved_at END, updated_at = $5
+       WHERE id = $1 RETURNING *`,
+      [handoffId, patch.operatorId !== undefined, patch.operatorId ?? null, patch.resolve === true, now],
+    );
+    return rows[0];
+  },
+
+  async getHandoff(db: Queryable, handoffId: string): Promise<HandoffRow | undefined> {
+    return (await db.query<HandoffRow>('SELECT * FROM handoffs WHERE id = $1', [handoffId]))[0];
+  },
+
+  async insertActivity(
+    db: Queryable,
+    row: { tenantId: string; conversationId: string; kind: string; actorType: string; actorId: string | null; data: Record<string, unknown>; now: Date },
+  ): Promise<void> {
+    await db.query(
+      `INSERT INTO conversation_activity (tenant_id, conversation_id, kind, actor_type, actor_id, data, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+      [row.tenantId, row.conversationId, row.kind, row.actorType, row.actorId, JSON.stringify(row.data), row.now],
+    );
+  },
+
+  async activitySince(db: Queryable, tenantId: string, afterId: number, limit: number): Promise<ActivityRow[]> {
+    return db.query<ActivityRow>(
+      'SELECT id, conversation_id, kind, actor_type, actor_id, data, created_at FROM conversation_activity WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3',
+      [tenantId, afterId, limit],
+    );
+  },
+
+  async latestActivityId(db: Queryable, tenantId: string): Promise<number> {
+    const rows = await db.query<{ id: number | null }>('SELECT max(id) AS id FROM conversation_activity WHERE tenant_id = $1', [tenantId]);
+    return rows[0]?.id ?? 0;
+  },
+};

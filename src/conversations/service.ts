@@ -1,0 +1,233 @@
+import type { Clock } from '../clock.js';
+import type { Db, Queryable, Tx } from '../db/driver.js';
+import { DomainError, conflict, invalid, notFound } from '../errors.js';
+import type { Cursors } from '../http/cursor.js';
+import { newId } from '../ids.js';
+import { operatorRepo } from '../tenants/repo.js';
+import { iso } from '../util/time.js';
+import { ACTIVITY_CHANNEL, type Actor } from './actor.js';
+import { conversationRepo, type ConversationRow, type ListFilter } from './repo.js';
+import { conversationView, reviewView } from './views.js';
+
+export const REVIEW_REASONS = ['ai_response_issue', 'knowledge_gap', 'policy_compliance', 'guest_experience', 'booking_payment', 'other'] as const;
+export const CHANNEL_FILTERS = ['all', 'whatsapp', 'instagram', 'messenger', 'webchat'] as const;
+
+export interface ListQuery {
+  contactQuery?: string;
+  channel?: (typeof CHANNEL_FILTERS)[number];
+  owner?: string;
+  limit?: number;
+  cursor?: string;
+}
+
+function escapeLike(value: string): string {
+  return value.replace(/[\\%_]/g, (ch) => `\\${ch}`);
+}
+
+/**
+ * What a contact search matches: the query as typed (lowercased) anywhere in name, phone digits or
+ * handle; and, when the query looks like a phone number ("+52 55-12"), its digits in the phone.
+ */
+export function searchPatterns(query: string): string[] {
+  const lowered = query.trim().toLowerCase();
+  const patterns = [`%${escapeLike(lowered)}%`];
+  const digits = lowered.replace(/\D/g, '');
+  if (/^[\d\s+().-]+$/.test(lowered) && digits.length >= 2 && digits !== lowered) patterns.push(`%${digits}%`);
+  return patterns;
+}
+
+/** Records an activity row and wakes the realtime stream when the transaction commits. */
+export async function recordActivity(
+  tx: Tx,
+  row: { tenantId: string; conversationId: string; kind: string; actor: Actor | { type: 'contact'; id: string }; data?: Record<string, unknown>; now: Date },
+): Promise<void> {
+  await conversationRepo.insertActivity(tx, {
+    tenantId: row.tenantId,
+    conversationId: row.conversationId,
+    kind: row.kind,
+    actorType: row.actor.type,
+    actorId: row.actor.id,
+    data: row.data ?? {},
+    now: row.now,
+  });
+  tx.notify(ACTIVITY_CHANNEL);
+}
+
+export async function requireConversation(db: Queryable, tenantId: string, conversationId: string, lock = false): Promise<ConversationRow> {
+  const row = await conversationRepo.get(db, tenantId, conversationId, lock);
+  if (!row) throw notFound('conversation');
+  return row;
+}
+
+/** An active operator of the tenant, or 404 (a foreign, unknown or inactive operator looks the same). */
+export async function requireActiveOperator(db: Queryable, tenantId: string, operatorId: string) {
+  const operator = await operatorRepo.get(db, tenantId, operatorId);
+  if (!operator || !operator.active) throw notFound('operator');
+  return operator;
+}
+
+/** The conversation controls of the public API: inbox search, triage and reviews. */
+export class ConversationService {
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    private readonly cursors: Cursors,
+  ) {}
+
+  async list(tenantId: string, query: ListQuery) {
+    if (query.owner === 'mine') throw invalid('query.owner', 'mine is not supported for API keys; pass all or an operator id');
+    const owner = query.owner && query.owner !== 'all' ? query.owner : undefined;
+    if (owner) await requireActiveOperator(this.db, tenantId, owner);
+    const filter: ListFilter = {
+      tenantId,
+      channel: query.channel && query.channel !== 'all' ? query.channel : undefined,
+      ownerOperatorId: owner,
+      patterns: query.contactQuery ? searchPatterns(query.contactQuery) : [],
+    };
+    const binding = { tenantId, contactQuery: query.contactQuery ?? null, channel: filter.channel ?? 'all', owner: owner ?? 'all' };
+    const after = query.cursor ? this.cursors.decode<{ at: string; id: string }>('conversations', binding, query.cursor) : undefined;
+    const limit = query.limit ?? 25;
+    const [rows, counts] = await Promise.all([
+      conversationRepo.list(this.db, filter, { limit: limit + 1, after }),
+      conversationRepo.counts(this.db, filter),
+    ]);
+    const page = rows.slice(0, limit);
+    const hasMore = rows.length > limit;
+    const last = page[page.length - 1];
+    return {
+      conversations: page.map(conversationView),
+      ...(hasMore && last ? { nextCursor: this.cursors.encode('conversations', binding, { at: iso(last.last_message_at), id: last.id }) } : {}),
+      hasMore,
+      inboxCounts: { total: counts.total, unread: counts.unread, needsReply: counts.needs_reply },
+    };
+  }
+
+  async assignableOperators(tenantId: string) {
+    const rows = await this.db.query<{ id: string; display_name: string; email: string }>(
+      'SELECT id, display_name, email FROM operators WHERE tenant_id = $1 AND active ORDER BY display_name, id',
+      [tenantId],
+    );
+    return { operators: rows.map((row) => ({ operatorId: row.id, displayName: row.display_name, email: row.email })) };
+  }
+
+  /** Zeroes the unread count; a second call changes nothing and says so. */
+  async markRead(tenantId: string, conversationId: string, actor: Actor) {
+    return this.db.transaction(async (tx) => {
+      const conversation = await requireConversation(tx, tenantId, conversationId, true);
+      const now = this.clock.now();
+      const changed = conversation.unread_count > 0;
+      if (changed) {
+        await conversationRepo.markRead(tx, conversationId, actor.id ?? actor.type, now);
+        await recordActivity(tx, { tenantId, conversationId, kind: 'conversation.read', actor, data: { unreadCountBefore: conversation.unread_count }, now });
+      }
+      return {
+        ok: true,
+        conversationId,
+        unreadCountBefore: conversation.unread_count,
+        unreadCountAfter: 0,
+        readAt: now.toISOString(),
+        changed,
+        readByOperatorId: actor.id ?? undefined,
+        readByOperatorName: actor.name,
+      };
+    });
+  }
+
+  /** Acknowledges the needs-reply obligation; never touches a review or a handoff. */
+  async resolveNeedsReply(tenantId: string, conversationId: string, actor: Actor) {
+    return this.db.transaction(async (tx) => {
+      const conversation = await requireConversation(tx, tenantId, conversationId, true);
+      const now = this.clock.now();
+      const changed = conversation.needs_reply;
+      if (changed) {
+        await conversationRepo.clearNeedsReply(tx, conversationId, now);
+        await recordActivity(tx, {
+          tenantId,
+          conversationId,
+          kind: 'conversation.needs_reply_resolved',
+          actor,
+          data: { reason: conversation.needs_reply_reason, inboundEventId: conversation.needs_reply_event_id },
+          now,
+        });
+      }
+      return {
+        ok: true,
+        conversationId,
+        unreadCountBefore: conversation.unread_count,
+        unreadCountAfter: conversation.unread_count,
+        needsReplyBefore: conversation.needs_reply,
+        needsReplyAfter: false,
+        resolvedAt: now.toISOString(),
+        changed,
+        needsReplyReasonBefore: conversation.needs_reply_reason ?? undefined,
+        needsReplyDetailBefore: conversation.needs_reply_detail ?? undefined,
+        needsReplyReasonAfter: undefined,
+        needsReplyDetailAfter: undefined,
+        resolvedInboundEventId: conversation.needs_reply_event_id ?? undefined,
+        resolutionKind: 'obligation_acknowledged' as const,
+      };
+    });
+  }
+
+  async openReview(tenantId: string, conversationId: string, actor: Actor, input: { reasonCode?: string; note?: string; assignedOperatorId?: string }) {
+    return this.db.transaction(async (tx) => {
+      const conversation = await requireConversation(tx, tenantId, conversationId, true);
+      if (conversation.open_review_id || conversation.open_handoff_id) {
+        throw conflict(conversation.open_review_id ? 'a review is already open for this conversation' : 'a handoff is open for this conversation', {
+          openReview: conversation.open_review_id !== null,
+          openHandoff: conversation.open_handoff_id !== null,
+        });
+      }
+      if (input.assignedOperatorId) await requireActiveOperator(tx, tenantId, input.assignedOperatorId);
+      const now = this.clock.now();
+      const id = newId('rev');
+      await conversationRepo.insertReview(tx, {
+        id,
+        tenantId,
+        conversationId,
+        reasonCode: input.reasonCode ?? 'other',
+        note: input.note ?? null,
+        requestedById: actor.id ?? actor.type,
+        requestedByName: actor.name,
+        assignedOperatorId: input.assignedOperatorId ?? null,
+        now,
+      });
+      await conversationRepo.setOpenCases(tx, conversationId, { reviewId: id }, now);
+      await recordActivity(tx, { tenantId, conversationId, kind: 'review.opened', actor, data: { reviewCaseId: id, reasonCode: input.reasonCode ?? 'other' }, now });
+      return this.review(tx, tenantId, id);
+    });
+  }
+
+  async assignReview(tenantId: string, conversationId: string, actor: Actor, operatorId: string | null) {
+    return this.db.transaction(async (tx) => {
+      const reviewId = await this.openReviewId(tx, tenantId, conversationId);
+      if (operatorId !== null) await requireActiveOperator(tx, tenantId, operatorId);
+      await conversationRepo.assignReview(tx, reviewId, operatorId);
+      await recordActivity(tx, { tenantId, conversationId, kind: 'review.assigned', actor, data: { reviewCaseId: reviewId, operatorId }, now: this.clock.now() });
+      return this.review(tx, tenantId, reviewId);
+    });
+  }
+
+  async resolveReview(tenantId: string, conversationId: string, actor: Actor, resolutionNote?: string) {
+    return this.db.transaction(async (tx) => {
+      const reviewId = await this.openReviewId(tx, tenantId, conversationId);
+      const now = this.clock.now();
+      await conversationRepo.resolveReview(tx, reviewId, resolutionNote ?? null, now);
+      await conversationRepo.setOpenCases(tx, conversationId, { reviewId: null }, now);
+      await recordActivity(tx, { tenantId, conversationId, kind: 'review.resolved', actor, data: { reviewCaseId: reviewId }, now });
+      return this.review(tx, tenantId, reviewId);
+    });
+  }
+
+  private async openReviewId(tx: Tx, tenantId: string, conversationId: string): Promise<string> {
+    const conversation = await requireConversation(tx, tenantId, conversationId, true);
+    if (!conversation.open_review_id) throw conflict('no review is open for this conversation');
+    return conversation.open_review_id;
+  }
+
+  private async review(tx: Tx, tenantId: string, reviewId: string) {
+    const row = await conversationRepo.getReview(tx, tenantId, reviewId);
+    if (!row) throw new DomainError('M2M_INTERNAL_ERROR', 'review vanished inside its transaction');
+    return reviewView(row);
+  }
+}
