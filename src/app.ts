@@ -14,6 +14,8 @@ import { webhookRoutes } from './webhooks/routes.js';
 import { webhookSharedSchemas } from './webhooks/schema.js';
 import { conversationRoutes } from './conversations/routes.js';
 import { conversationSharedSchemas } from './conversations/schema.js';
+import { messagingRoutes } from './messaging/routes.js';
+import { whatsappCallbackRoutes } from './messaging/provider-routes.js';
 import { migrationsApplied } from './db/migrate.js';
 import type { Services } from './services.js';
 
@@ -134,9 +136,12 @@ export async function buildApp(services: Services, logger: Logger): Promise<App>
       api.addHook('onRequest', authenticateHook(services.apiKeys, limiter));
       await api.register(webhookRoutes(services));
       await api.register(conversationRoutes(services));
+      await api.register(messagingRoutes(services));
     },
     { prefix: API_PREFIX },
   );
+
+  await app.register(whatsappCallbackRoutes(config, services.messaging));
 
   await app.register(
     async (admin) => {

@@ -22,6 +22,16 @@ export interface Config {
   rateLimitBurst: number;
   jobPollIntervalMs: number;
   logLevel: string;
+  channelProvider: 'sandbox' | 'whatsapp';
+  whatsapp: {
+    graphBaseUrl: string;
+    apiVersion: string;
+    accessToken: string | undefined;
+    appSecret: string | undefined;
+    verifyToken: string | undefined;
+  };
+  sendTimeoutMs: number;
+  sendMaxAttempts: number;
 }
 
 export class ConfigError extends Error {}
@@ -73,6 +83,15 @@ function role(argv: string[]): Role {
   return value;
 }
 
+function channelProvider(env: Env): 'sandbox' | 'whatsapp' {
+  const value = env.CHANNEL_PROVIDER || 'sandbox';
+  if (value !== 'sandbox' && value !== 'whatsapp') throw new ConfigError(`CHANNEL_PROVIDER must be sandbox or whatsapp, got "${value}"`);
+  if (value === 'whatsapp' && (!env.WHATSAPP_ACCESS_TOKEN || !env.WHATSAPP_APP_SECRET)) {
+    throw new ConfigError('CHANNEL_PROVIDER=whatsapp needs WHATSAPP_ACCESS_TOKEN and WHATSAPP_APP_SECRET');
+  }
+  return value;
+}
+
 export function loadConfig(env: Env = process.env, argv: string[] = process.argv.slice(2)): Config {
   const schema = env.DATABASE_SCHEMA || undefined;
   if (schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
@@ -97,5 +116,15 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
     rateLimitBurst: int(env, 'RATE_LIMIT_BURST', 100, 1, 1_000_000),
     jobPollIntervalMs: int(env, 'JOB_POLL_INTERVAL_MS', 1000, 10, 60_000),
     logLevel: env.LOG_LEVEL || 'info',
+    channelProvider: channelProvider(env),
+    whatsapp: {
+      graphBaseUrl: (env.WHATSAPP_GRAPH_BASE_URL || 'https://graph.facebook.com').replace(/\/+$/, ''),
+      apiVersion: env.WHATSAPP_API_VERSION || 'v21.0',
+      accessToken: env.WHATSAPP_ACCESS_TOKEN || undefined,
+      appSecret: env.WHATSAPP_APP_SECRET || undefined,
+      verifyToken: env.WHATSAPP_VERIFY_TOKEN || undefined,
+    },
+    sendTimeoutMs: int(env, 'SEND_TIMEOUT_MS', 10_000, 50, 120_000),
+    sendMaxAttempts: int(env, 'SEND_MAX_ATTEMPTS', 5, 1, 50),
   };
 }

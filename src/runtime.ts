@@ -9,6 +9,10 @@ import { registerMaintenance, scheduleMaintenance } from './jobs/maintenance.js'
 import { loadKeyring } from './secrets.js';
 import { createServices, type Services } from './services.js';
 import { WebhookDispatcher } from './webhooks/deliver.js';
+import { registerSendPipeline } from './messaging/pipeline.js';
+import { SandboxProvider } from './messaging/providers/sandbox.js';
+import { WhatsAppCloudProvider } from './messaging/providers/whatsapp.js';
+import type { ChannelProvider } from './messaging/providers/types.js';
 import type { Resolver } from './webhooks/ssrf.js';
 
 export interface Runtime {
@@ -48,6 +52,11 @@ export async function createRuntime(config: Config, options: { clock?: Clock; lo
   const app = await buildApp(services, log);
   const runner = new JobRunner(db, clock, log.child({ component: 'jobs' }), { pollIntervalMs: config.jobPollIntervalMs });
   registerMaintenance(runner, { db, webhooks: services.webhooks });
+  const provider: ChannelProvider =
+    config.channelProvider === 'whatsapp'
+      ? new WhatsAppCloudProvider({ ...config.whatsapp, accessToken: config.whatsapp.accessToken!, timeoutMs: config.sendTimeoutMs })
+      : new SandboxProvider();
+  registerSendPipeline(runner, { db, provider });
   const dispatcher = new WebhookDispatcher(db, clock, log.child({ component: 'webhooks' }), {
     retryDelaysMs: config.webhookRetryDelaysMs,
     attemptTimeoutMs: config.webhookAttemptTimeoutMs,

@@ -8,6 +8,7 @@ import { ChannelService } from './channels/service.js';
 import { ConversationService } from './conversations/service.js';
 import { InboxService } from './conversations/inbox.js';
 import { Cursors } from './http/cursor.js';
+import { MessagingService } from './messaging/service.js';
 import { TenantService } from './tenants/service.js';
 import { WebhookService } from './webhooks/service.js';
 
@@ -25,6 +26,7 @@ export interface Services {
   webhooks: WebhookService;
   conversations: ConversationService;
   inbox: InboxService;
+  messaging: MessagingService;
 }
 
 export function createServices(deps: { config: Config; db: Db; clock: Clock; keyring: Keyring; log: Logger }): Services {
@@ -42,5 +44,6 @@ export function createServices(deps: { config: Config; db: Db; clock: Clock; key
     webhooks,
     conversations: new ConversationService(db, clock, cursors),
     inbox: new InboxService(db, clock),
+    messaging: new MessagingService(db, clock, config.channelProvider, config.sendMaxAttempts),
   };
 }

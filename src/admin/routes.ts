@@ -3,10 +3,11 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { ALL_SCOPES } from '../auth/scopes.js';
 import { SUPPORTED_LOCALES, TEMPLATE_STATUSES } from '../channels/service.js';
-import { DateTime, Strict } from '../http/schemas.js';
+import { DateTime, Strict, StringEnum } from '../http/schemas.js';
 import type { Services } from '../services.js';
 import { TestEventBody } from '../webhooks/schema.js';
 import { conversationAdminRoutes } from '../conversations/admin-routes.js';
+import { messagingAdminRoutes } from '../messaging/admin-routes.js';
 
 const Id = Type.String({ minLength: 1, maxLength: 128 });
 const TenantParams = Type.Object({ tenantId: Id }, Strict);
@@ -19,6 +20,7 @@ export function adminRoutes(services: Services) {
     const { tenants, apiKeys, channels, webhooks } = services;
     const hide = { hide: true };
     await app.register(conversationAdminRoutes(services));
+    await app.register(messagingAdminRoutes(services));
 
     app.post('/tenants', {
       schema: { ...hide, body: Type.Object({ name: Name, timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })) }, Strict) },
@@ -46,7 +48,7 @@ export function adminRoutes(services: Services) {
         body: Type.Object(
           {
             name: Name,
-            scopes: Type.Array(Type.Union(ALL_SCOPES.map((s) => Type.Literal(s))), { maxItems: ALL_SCOPES.length * 2 }),
+            scopes: Type.Array(StringEnum(ALL_SCOPES), { maxItems: ALL_SCOPES.length * 2 }),
             expiresAt: Type.Optional(DateTime),
           },
           Strict,
@@ -62,7 +64,7 @@ export function adminRoutes(services: Services) {
       schema: {
         ...hide,
         params: KeyParams,
-        body: Type.Object({ scopes: Type.Array(Type.Union(ALL_SCOPES.map((s) => Type.Literal(s))), { maxItems: ALL_SCOPES.length * 2 }) }, Strict),
+        body: Type.Object({ scopes: Type.Array(StringEnum(ALL_SCOPES), { maxItems: ALL_SCOPES.length * 2 }) }, Strict),
       },
     }, async (request) => apiKeys.updateScopes(request.params.tenantId, request.params.apiKeyId, request.body.scopes));
 
@@ -96,9 +98,10 @@ export function adminRoutes(services: Services) {
         params: TenantParams,
         body: Type.Object(
           {
-            kind: Type.Union([Type.Literal('whatsapp'), Type.Literal('instagram'), Type.Literal('messenger'), Type.Literal('webchat')]),
+            kind: StringEnum(['whatsapp', 'instagram', 'messenger', 'webchat']),
             name: Name,
             phoneNumber: Type.Optional(Type.String({ pattern: '^\\+[1-9][0-9]{6,14}$' })),
+            providerRef: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'WhatsApp Cloud API phone-number id' })),
             available: Type.Optional(Type.Boolean()),
           },
           Strict,
@@ -119,8 +122,8 @@ export function adminRoutes(services: Services) {
             locales: Type.Array(
               Type.Object(
                 {
-                  locale: Type.Union(SUPPORTED_LOCALES.map((l) => Type.Literal(l))),
-                  status: Type.Union(TEMPLATE_STATUSES.map((s) => Type.Literal(s))),
+                  locale: StringEnum(SUPPORTED_LOCALES),
+                  status: StringEnum(TEMPLATE_STATUSES),
                   ready: Type.Boolean(),
                 },
                 Strict,

@@ -8,6 +8,8 @@ export interface ChannelRow {
   kind: ChannelKind;
   name: string;
   phone_number: string | null;
+  /** The provider's id for this sender (WhatsApp Cloud API phone-number id). */
+  provider_ref: string | null;
   available: boolean;
   created_at: Date;
   updated_at: Date;
@@ -31,18 +33,27 @@ export interface TemplateRow {
 export const channelRepo = {
   async insert(
     db: Queryable,
-    row: { id: string; tenantId: string; kind: ChannelKind; name: string; phoneNumber: string | null; available: boolean; now: Date },
+    row: { id: string; tenantId: string; kind: ChannelKind; name: string; phoneNumber: string | null; providerRef: string | null; available: boolean; now: Date },
   ): Promise<ChannelRow> {
     const rows = await db.query<ChannelRow>(
-      `INSERT INTO channels (id, tenant_id, kind, name, phone_number, available, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING *`,
-      [row.id, row.tenantId, row.kind, row.name, row.phoneNumber, row.available, row.now],
+      `INSERT INTO channels (id, tenant_id, kind, name, phone_number, provider_ref, available, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) RETURNING *`,
+      [row.id, row.tenantId, row.kind, row.name, row.phoneNumber, row.providerRef, row.available, row.now],
     );
     return rows[0];
   },
 
   async get(db: Queryable, tenantId: string, channelId: string): Promise<ChannelRow | undefined> {
     return (await db.query<ChannelRow>('SELECT * FROM channels WHERE id = $1 AND tenant_id = $2', [channelId, tenantId]))[0];
+  },
+
+  /** The channel's conversation-start template: the most recently updated template record. */
+  async latestTemplate(db: Queryable, tenantId: string, channelId: string): Promise<TemplateRow | undefined> {
+    const rows = await db.query<TemplateRow>(
+      'SELECT * FROM channel_templates WHERE tenant_id = $1 AND channel_id = $2 ORDER BY updated_at DESC, template_name LIMIT 1',
+      [tenantId, channelId],
+    );
+    return rows[0];
   },
 
   async upsertTemplate(

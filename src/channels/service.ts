@@ -11,19 +11,28 @@ export function readinessView(row: TemplateRow) {
   return { channelId: row.channel_id, templateName: row.template_name, category: row.category, locales: row.locales };
 }
 
+/** Readiness of every supported locale; a locale without a record is `not_prepared`. */
+export function startReadinessView(channelId: string, row: TemplateRow | undefined) {
+  const locales = SUPPORTED_LOCALES.map(
+    (locale) => row?.locales.find((entry) => entry.locale === locale) ?? { locale, status: 'not_prepared', ready: false },
+  );
+  return { channelId, ...(row ? { templateName: row.template_name, category: row.category } : {}), locales };
+}
+
 export class ChannelService {
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
   ) {}
 
-  async create(tenantId: string, input: { kind: ChannelKind; name: string; phoneNumber?: string; available?: boolean }) {
+  async create(tenantId: string, input: { kind: ChannelKind; name: string; phoneNumber?: string; providerRef?: string; available?: boolean }) {
     const row = await channelRepo.insert(this.db, {
       id: newId('ch'),
       tenantId,
       kind: input.kind,
       name: input.name,
       phoneNumber: input.phoneNumber ?? null,
+      providerRef: input.providerRef ?? null,
       available: input.available ?? true,
       now: this.clock.now(),
     });

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { Strict } from '../http/schemas.js';
+import { Strict, StringEnum } from '../http/schemas.js';
 import type { Services } from '../services.js';
 import { streamActivity } from './stream.js';
 
@@ -69,7 +69,7 @@ export function conversationAdminRoutes(services: Services) {
         params: Type.Object({ tenantId: Id, conversationId: Id }, Strict),
         body: Type.Object(
           {
-            action: Type.Union([Type.Literal('open'), Type.Literal('assign'), Type.Literal('resolve')]),
+            action: StringEnum(['open', 'assign', 'resolve']),
             operatorId: Type.Optional(Type.Union([OperatorRef, Type.Null()])),
           },
           Strict,

@@ -88,6 +88,16 @@ export class InboxService {
     });
   }
 
+  /** Creates (or finds, by phone or handle) a contact and records its consent and opt-out. */
+  async createContact(tenantId: string, input: ContactInput & { consent?: boolean; optedOut?: boolean }) {
+    return this.db.transaction(async (tx) => {
+      const now = this.clock.now();
+      const contact = await ensureContact(tx, tenantId, input, now);
+      const updated = await conversationRepo.updateContact(tx, tenantId, contact.id, { consent: input.consent, optedOut: input.optedOut }, now);
+      return contactView(updated!);
+    });
+  }
+
   async updateContact(tenantId: string, contactId: string, patch: { name?: string | null; consent?: boolean; optedOut?: boolean }) {
     return this.db.transaction(async (tx) => {
       const contact = await conversationRepo.updateContact(tx, tenantId, contactId, patch, this.clock.now());

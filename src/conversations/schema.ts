@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { DateTime, Strict } from '../http/schemas.js';
+import { DateTime, Strict, StringEnum } from '../http/schemas.js';
 import { CHANNEL_FILTERS, REVIEW_REASONS } from './service.js';
 
 const OperatorRef = Type.String({ minLength: 1, maxLength: 120 });
@@ -9,7 +9,7 @@ export const ConversationParams = Type.Object({ conversationId: Type.String({ mi
 export const ListConversationsQuery = Type.Object(
   {
     contactQuery: Type.Optional(Type.String({ minLength: 2, maxLength: 200, description: 'Dashboard contact search: name, phone digits or handle' })),
-    channel: Type.Optional(Type.Union(CHANNEL_FILTERS.map((c) => Type.Literal(c)), { default: 'all' })),
+    channel: Type.Optional(StringEnum(CHANNEL_FILTERS, { default: 'all' })),
     owner: Type.Optional(
       Type.String({ pattern: '^(all|mine|[0-9a-f]{24})$', description: 'all, or the 24-character id of an active operator (mine is unsupported)' }),
     ),
@@ -90,7 +90,7 @@ export const NeedsReplyResult = Type.Object(
   { additionalProperties: false },
 );
 
-export const ReviewReason = Type.Union(REVIEW_REASONS.map((r) => Type.Literal(r)));
+export const ReviewReason = StringEnum(REVIEW_REASONS);
 
 export const OpenReviewBody = Type.Object(
   {
@@ -109,7 +109,7 @@ export const ReviewCase = Type.Object(
     ok: Type.Boolean(),
     conversationId: Type.String(),
     reviewCaseId: Type.String(),
-    status: Type.Union([Type.Literal('requested'), Type.Literal('resolved')]),
+    status: StringEnum(['requested', 'resolved']),
     reasonCode: ReviewReason,
     requestedByOperatorId: Type.String(),
     requestedByOperatorName: Type.String(),

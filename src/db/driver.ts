@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { EventEmitter } from 'node:events';
 import path from 'node:path';
 import { mkdirSync } from 'node:fs';
@@ -39,6 +40,16 @@ export interface DbOptions {
 
 // int8 (count(*), bigserial) as JS numbers on both drivers: our counters stay far below 2^53.
 pg.types.setTypeParser(20, (value: string) => Number(value));
+
+/**
+ * Marks code running inside a transaction callback. Using the Db itself there (instead of the tx) would
+ * run outside the transaction on PostgreSQL and deadlock on PGlite's single connection, so it throws.
+ */
+const insideTransaction = new AsyncLocalStorage<boolean>();
+
+function assertNotInTransaction(): void {
+  if (insideTransaction.getStore()) throw new Error('database used directly inside a transaction callback: use the transaction (tx) instead');
+}
 
 class TxHandle implements Tx {
   readonly channels = new Set<string>();
@@ -92,11 +103,13 @@ class PostgresDb implements Db {
   constructor(private readonly pool: pg.Pool, readonly schema: string, private readonly clientConfig: pg.ClientConfig) {}
 
   async query<T>(sql: string, params?: readonly unknown[]): Promise<T[]> {
+    assertNotInTransaction();
     const result = await this.pool.query(sql, params as unknown[] | undefined);
     return result.rows as T[];
   }
 
   async transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+    assertNotInTransaction();
     const client = await this.pool.connect();
     const tx = new TxHandle(
       async <R>(sql: string, params?: readonly unknown[]) => (await client.query(sql, params as unknown[] | undefined)).rows as R[],
@@ -106,7 +119,7 @@ class PostgresDb implements Db {
     );
     try {
       await client.query('BEGIN');
-      const result = await fn(tx);
+      const result = await insideTransaction.run(true, () => fn(tx));
       for (const channel of tx.channels) await client.query('SELECT pg_notify($1, $2)', [this.channelName(channel), '']);
       await client.query('COMMIT');
       client.release();
@@ -154,11 +167,13 @@ class PgliteDb implements Db {
   constructor(private readonly lite: PGlite, readonly schema: string) {}
 
   async query<T>(sql: string, params?: readonly unknown[]): Promise<T[]> {
+    assertNotInTransaction();
     const result = await this.lite.query<T>(sql, params as unknown[] | undefined);
     return result.rows;
   }
 
   async transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+    assertNotInTransaction();
     let handle: TxHandle | undefined;
     const result = await this.lite.transaction(async (inner) => {
       handle = new TxHandle(
@@ -167,7 +182,8 @@ class PgliteDb implements Db {
           await inner.exec(sql);
         },
       );
-      return fn(handle);
+      const current = handle;
+      return insideTransaction.run(true, () => fn(current));
     });
     if (handle) finishCommit(handle, this.signals);
     return result;

@@ -29,3 +29,8 @@ export const Strict = { additionalProperties: false } as const;
 export function nullable<T extends TSchema>(schema: T) {
   return Type.Union([schema, Type.Null()]);
 }
+
+/** A string enum as JSON Schema `enum` (clear "must be one of …" errors), typed as the union of its values. */
+export function StringEnum<const T extends readonly string[]>(values: T, options: Record<string, unknown> = {}) {
+  return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
+}

@@ -1,8 +1,8 @@
 import { Type } from 'typebox';
-import { DateTime, Strict } from '../http/schemas.js';
+import { DateTime, Strict, StringEnum } from '../http/schemas.js';
 import { EVENT_TYPES } from './events.js';
 
-export const EventTypeSchema = Type.Union(EVENT_TYPES.map((t) => Type.Literal(t)), { description: 'Event type' });
+export const EventTypeSchema = StringEnum(EVENT_TYPES, { description: 'Event type' });
 const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'Public https URL on port 443' });
 const Events = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { minItems: 1, maxItems: EVENT_TYPES.length, uniqueItems: true });
 const Description = Type.String({ maxLength: 500 });
@@ -45,7 +45,7 @@ export const Subscription = Type.Object(
 
 export const SubscriptionList = Type.Object({ subscriptions: Type.Array(Type.Ref('WebhookSubscription')) }, { additionalProperties: false });
 
-const DeliveryStatus = Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('failed'), Type.Literal('canceled')]);
+const DeliveryStatus = StringEnum(['pending', 'delivered', 'failed', 'canceled']);
 
 export const Delivery = Type.Object(
   {
@@ -58,7 +58,7 @@ export const Delivery = Type.Object(
     nextAttemptAt: Type.Optional(DateTime),
     httpStatus: Type.Optional(Type.Integer()),
     failureCode: Type.Optional(
-      Type.Union(['http_status', 'redirect', 'timeout', 'dns', 'connection', 'blocked_destination', 'tls'].map((c) => Type.Literal(c))),
+      StringEnum(['http_status', 'redirect', 'timeout', 'dns', 'connection', 'blocked_destination', 'tls']),
     ),
     deliveredAt: Type.Optional(DateTime),
     createdAt: DateTime,

@@ -1,0 +1,120 @@
+/**
+ * Scenario 1: GET /m2m/v1/webhooks/{id}/deliveries?limit=50 on the real server versus a bare node:http
+ * server sending the same bytes (pre-serialised, and re-serialised per request).
+ */
+import autocannon from 'autocannon';
+import { fmt, freePort, log, round, sleep, type DbKind } from './lib.js';
+import { call, emitBody, newSchema, seedSubscription, startBare, startServer, stopChild, type Server } from './procs.js';
+
+export interface Load {
+  connections: number;
+  seconds: number;
+  requests: number;
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+}
+
+export interface ApiResult {
+  db: DbKind;
+  responseBytes: number;
+  contentType: string;
+  rows: number;
+  route: Load;
+  routeSingle: Load;
+  bare: Load;
+  bareStringify: Load;
+  ratioVsBare: number;
+  ratioVsBareStringify: number;
+}
+
+export interface Timing {
+  warmupS: number;
+  measureS: number;
+  singleS: number;
+}
+
+/** One autocannon run; bounded by its duration and, as a guard, stopped 20 s after it should have ended. */
+async function cannon(url: string, connections: number, seconds: number, headers: Record<string, string> = {}): Promise<Load> {
+  const instance = autocannon({ url, connections, duration: seconds, headers, timeout: 10 });
+  const guard = setTimeout(() => instance.stop(), (seconds + 20) * 1000);
+  const result = await instance;
+  clearTimeout(guard);
+  return {
+    connections,
+    seconds: result.duration,
+    requests: result.requests.total,
+    rps: round(result.requests.total / result.duration),
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors,
+    timeouts: result.timeouts,
+  };
+}
+
+async function measure(what: string, url: string, connections: number, timing: Timing, seconds: number, headers?: Record<string, string>): Promise<Load> {
+  await cannon(url, connections, timing.warmupS, headers);
+  const load = await cannon(url, connections, seconds, headers);
+  log(`  ${what}: ${fmt(load.rps)} req/s, p50 ${load.p50Ms} ms, p99 ${load.p99Ms} ms, non-2xx ${load.non2xx}, errors ${load.errors}`);
+  return load;
+}
+
+export async function runApi(db: DbKind, postgresUrl: string | undefined, timing: Timing): Promise<ApiResult> {
+  const dbEnv: Record<string, string> =
+    db === 'postgres' ? { DATABASE_URL: postgresUrl!, DATABASE_SCHEMA: newSchema(postgresUrl!) } : { DATA_DIR: 'memory://' };
+  let server: Server | undefined;
+  let bareChild: Awaited<ReturnType<typeof startBare>>['child'] | undefined;
+  try {
+    log(`api/${db}: starting server (--role api)`);
+    server = await startServer(`api-${db}`, 'api', dbEnv);
+    // Nothing listens on this port, and with --role api nothing tries to deliver anyway.
+    const closedPort = await freePort();
+    const seeded = await seedSubscription(server.baseUrl, `http://127.0.0.1:${closedPort}/hook`);
+    for (let batch = 0; batch < 6; batch += 1) {
+      await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          call(server!.baseUrl, 'POST', `/admin/v1/tenants/${seeded.tenantId}/webhook-events`, { body: emitBody(batch * 10 + i) }),
+        ),
+      );
+    }
+    const routeUrl = `${server.baseUrl}/m2m/v1/webhooks/${seeded.subscriptionId}/deliveries?limit=50`;
+    const headers = { authorization: `Bearer ${seeded.key}` };
+    const sample = await fetch(routeUrl, { headers, signal: AbortSignal.timeout(10_000) });
+    const body = await sample.text();
+    const contentType = sample.headers.get('content-type') ?? 'application/json';
+    if (!sample.ok) throw new Error(`list route answered ${sample.status}: ${body.slice(0, 300)}`);
+    const rows = (JSON.parse(body) as { deliveries: unknown[] }).deliveries.length;
+    if (rows !== 50) throw new Error(`list route returned ${rows} rows, expected 50`);
+    log(`api/${db}: route returns ${rows} rows, ${fmt(Buffer.byteLength(body))} bytes, ${contentType}`);
+
+    const route = await measure('route, 32 connections', routeUrl, 32, timing, timing.measureS, headers);
+    const routeSingle = await measure('route, 1 connection', routeUrl, 1, timing, timing.singleS, headers);
+    await stopChild(server.child);
+    server = undefined;
+    await sleep(500);
+
+    const bare = await startBare(`bare-${db}`, body, contentType);
+    bareChild = bare.child;
+    const bareRaw = await measure('bare node:http, pre-serialised', `${bare.base}/raw`, 32, timing, timing.measureS);
+    const bareStringify = await measure('bare node:http, JSON.stringify(JSON.parse())', `${bare.base}/stringify`, 32, timing, timing.measureS);
+    return {
+      db,
+      responseBytes: Buffer.byteLength(body),
+      contentType,
+      rows,
+      route,
+      routeSingle,
+      bare: bareRaw,
+      bareStringify,
+      ratioVsBare: round(route.rps / bareRaw.rps, 3),
+      ratioVsBareStringify: round(route.rps / bareStringify.rps, 3),
+    };
+  } finally {
+    await stopChild(server?.child);
+    await stopChild(bareChild);
+  }
+}

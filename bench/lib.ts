@@ -1,0 +1,145 @@
+/** Small helpers shared by the bench scenarios: arguments, timing, statistics, RSS, tables. */
+import { readFileSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+export const OUT_DIR = path.join(ROOT, '.bench');
+export const LOG_DIR = path.join(OUT_DIR, 'logs');
+export const DEFAULT_POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/test';
+
+export type DbKind = 'pglite' | 'postgres';
+
+export interface Args {
+  only: 'api' | 'webhooks' | undefined;
+  db: DbKind | 'both' | undefined;
+  quick: boolean;
+}
+
+export function parseArgs(argv: string[]): Args {
+  const args: Args = { only: undefined, db: undefined, quick: false };
+  for (let i = 0; i < argv.length; i += 1) {
+    const [flag, inline] = argv[i].split('=', 2) as [string, string | undefined];
+    const value = () => inline ?? argv[++i];
+    if (flag === '--quick') args.quick = true;
+    else if (flag === '--only') {
+      const v = value();
+      if (v !== 'api' && v !== 'webhooks') throw new Error(`--only must be api or webhooks, got "${v}"`);
+      args.only = v;
+    } else if (flag === '--db') {
+      const v = value();
+      if (v !== 'pglite' && v !== 'postgres' && v !== 'both') throw new Error(`--db must be pglite, postgres or both, got "${v}"`);
+      args.db = v;
+    } else if (flag === '--help' || flag === '-h') {
+      console.log('usage: npm run bench -- [--only api|webhooks] [--db pglite|postgres|both] [--quick]');
+      process.exit(0);
+    } else throw new Error(`unknown argument "${argv[i]}" (try --help)`);
+  }
+  return args;
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** A port nothing listens on right now (the listener is closed again before returning). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Nearest-rank percentile of an ascending array; NaN when empty. */
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))];
+}
+
+export function summarise(values: number[]): { n: number; p50: number; p99: number; max: number; min: number } {
+  const sorted = [...values].sort((a, b) => a - b);
+  return { n: sorted.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted[sorted.length - 1] ?? Number.NaN, min: sorted[0] ?? Number.NaN };
+}
+
+/** VmRSS of a process in KiB, or undefined when it is gone. */
+export function rssKb(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const match = /VmRSS:\s+(\d+)\s+kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export interface RssFigures {
+  startMb: number;
+  maxMb: number;
+  endMb: number;
+  samples: number;
+  /** Every sample in MB, in order (one per interval). */
+  seriesMb: number[];
+}
+
+/** Samples a process's RSS every `everyMs` until stopped. */
+export class RssSampler {
+  private readonly samples: number[] = [];
+  private readonly timer: NodeJS.Timeout;
+  constructor(private readonly pid: number | undefined, everyMs = 500) {
+    this.sample();
+    this.timer = setInterval(() => this.sample(), everyMs);
+  }
+  private sample(): void {
+    const kb = rssKb(this.pid);
+    if (kb !== undefined) this.samples.push(kb);
+  }
+  stop(): RssFigures {
+    clearInterval(this.timer);
+    this.sample();
+    const mb = (kb: number | undefined) => (kb === undefined ? Number.NaN : round(kb / 1024, 1));
+    return {
+      startMb: mb(this.samples[0]),
+      maxMb: mb(this.samples.length ? Math.max(...this.samples) : undefined),
+      endMb: mb(this.samples[this.samples.length - 1]),
+      samples: this.samples.length,
+      seriesMb: this.samples.map((kb) => mb(kb)),
+    };
+  }
+}
+
+export function round(value: number, digits = 0): number {
+  const f = 10 ** digits;
+  return Math.round(value * f) / f;
+}
+
+/** Human formatting: thousands separators, fixed decimals, "—" for missing. */
+export function fmt(value: number | string | undefined, digits = 0): string {
+  if (value === undefined) return '—';
+  if (typeof value === 'string') return value;
+  if (!Number.isFinite(value)) return '—';
+  return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+}
+
+/** Prints a boxed, column-aligned table. Numbers-looking cells are right-aligned. */
+export function printTable(title: string, headers: string[], rows: string[][]): void {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const numeric = /^[-+]?[\d,.]+( ?(ms|MB|%|×|s|\/s))?$|^—$/;
+  const line = (cells: string[]) =>
+    '│ ' + cells.map((c, i) => (numeric.test(c) && i > 0 ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join(' │ ') + ' │';
+  const rule = (l: string, m: string, r: string) => l + widths.map((w) => '─'.repeat(w + 2)).join(m) + r;
+  console.log(`\n${title}`);
+  console.log(rule('┌', '┬', '┐'));
+  console.log(line(headers));
+  console.log(rule('├', '┼', '┤'));
+  for (const row of rows) console.log(line(row));
+  console.log(rule('└', '┴', '┘'));
+}
+
+export function log(message: string): void {
+  const t = new Date().toISOString().slice(11, 19);
+  console.log(`[${t}] ${message}`);
+}

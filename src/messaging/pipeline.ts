@@ -1,0 +1,70 @@
+import type { Db } from '../db/driver.js';
+import type { ClaimedJob, JobContext, JobRunner } from '../jobs/runner.js';
+import { channelRepo } from '../channels/repo.js';
+import { messageRequestRepo } from './repo.js';
+import { SEND_TASK } from './service.js';
+import { moveStatus } from './status.js';
+import { ProviderError, type ChannelProvider } from './providers/types.js';
+
+/** Provider calls whose outcome is unknown (the worker died mid-call) are retried at most this many times. */
+const MAX_UNKNOWN_OUTCOMES = 1;
+
+/**
+ * The send job. The provider call is bracketed: `dispatching_at` is committed before the call, and the
+ * provider message id together with status `sent` and the job's completion are committed right after
+ * it. A job that finds a provider message id already recorded never calls the provider again; one that
+ * finds `dispatching_at` still set knows a previous worker died mid-call and retries only once.
+ */
+export function registerSendPipeline(runner: JobRunner, deps: { db: Db; provider: ChannelProvider }): void {
+  const { db, provider } = deps;
+  runner.register(SEND_TASK, async (job: ClaimedJob, ctx: JobContext) => {
+    const requestEventId = String(job.payload.requestEventId ?? '');
+    const tenantId = job.tenantId ?? '';
+    const row = await messageRequestRepo.get(db, tenantId, requestEventId);
+    if (!row) {
+      ctx.log.warn({ requestEventId }, 'send job for an unknown message request; dropping');
+      return;
+    }
+    if (row.status !== 'queued' || row.provider_message_id) return; // already sent (or failed): never send twice
+
+    if (row.dispatching_at) {
+      await messageRequestRepo.noteUnknownOutcome(db, row.id, ctx.clock.now());
+      if (row.unknown_outcomes + 1 > MAX_UNKNOWN_OUTCOMES) {
+        await db.transaction(async (tx) => {
+          const locked = (await messageRequestRepo.get(tx, tenantId, row.id, true))!;
+          await moveStatus(tx, ctx.clock.now(), locked, 'failed', { code: 'send_outcome_unknown', message: 'the worker stopped during the provider call more than once; check the recipient before sending again' });
+          await ctx.completeIn(tx);
+        });
+        ctx.log.error({ requestEventId }, 'send failed: outcome unknown after repeated worker crashes');
+        return;
+      }
+      ctx.log.warn({ requestEventId }, 'previous send attempt died mid-call; retrying once');
+    }
+
+    const channel = await channelRepo.get(db, tenantId, row.channel_id);
+    await messageRequestRepo.startDispatch(db, row.id, ctx.clock.now());
+    try {
+      const accepted = await provider.send(
+        { requestEventId: row.id, senderRef: channel?.provider_ref ?? null, to: row.recipient_phone ?? '', templateName: row.template_name ?? '', locale: row.locale ?? 'en_US', text: row.text },
+        ctx.signal,
+      );
+      await db.transaction(async (tx) => {
+        const locked = (await messageRequestRepo.get(tx, tenantId, row.id, true))!;
+        await messageRequestRepo.recordAccepted(tx, row.id, accepted.providerMessageId, ctx.clock.now());
+        await moveStatus(tx, ctx.clock.now(), { ...locked, provider_message_id: accepted.providerMessageId }, 'sent');
+        await ctx.completeIn(tx);
+      });
+      ctx.log.info({ requestEventId, providerMessageId: accepted.providerMessageId }, 'message accepted by the provider');
+    } catch (error) {
+      const failure = error instanceof ProviderError ? error : new ProviderError('send_error', 'unexpected error while sending', true);
+      await messageRequestRepo.recordDispatchError(db, row.id, { code: failure.code, message: failure.message }, ctx.clock.now());
+      if (failure.retryable && job.attempts < job.maxAttempts) throw failure; // the runner retries with backoff
+      await db.transaction(async (tx) => {
+        const locked = (await messageRequestRepo.get(tx, tenantId, row.id, true))!;
+        await moveStatus(tx, ctx.clock.now(), locked, 'failed', { code: failure.code, message: failure.message });
+        await ctx.completeIn(tx);
+      });
+      ctx.log.warn({ requestEventId, code: failure.code }, 'send failed');
+    }
+  });
+}

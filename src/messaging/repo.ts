@@ -1,0 +1,104 @@
+import type { Queryable } from '../db/driver.js';
+
+export type RequestStatus = 'queued' | 'sent' | 'delivered' | 'read' | 'failed';
+
+export interface MessageRequestRow {
+  id: string;
+  tenant_id: string;
+  conversation_id: string;
+  reply_id: string;
+  channel_id: string;
+  channel_kind: string;
+  recipient_phone: string | null;
+  template_name: string | null;
+  locale: string | null;
+  text: string;
+  status: RequestStatus;
+  provider: string;
+  provider_message_id: string | null;
+  dispatching_at: Date | null;
+  dispatch_attempts: number;
+  unknown_outcomes: number;
+  error_code: string | null;
+  error_message: string | null;
+  reconciled_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export const messageRequestRepo = {
+  async insert(
+    db: Queryable,
+    row: Pick<MessageRequestRow, 'id' | 'tenant_id' | 'conversation_id' | 'reply_id' | 'channel_id' | 'channel_kind' | 'recipient_phone' | 'template_name' | 'locale' | 'text' | 'provider'> & { now: Date },
+  ): Promise<MessageRequestRow> {
+    const rows = await db.query<MessageRequestRow>(
+      `INSERT INTO message_requests (id, tenant_id, conversation_id, reply_id, channel_id, channel_kind, recipient_phone, template_name, locale, text, status, provider, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'queued', $11, $12, $12) RETURNING *`,
+      [row.id, row.tenant_id, row.conversation_id, row.reply_id, row.channel_id, row.channel_kind, row.recipient_phone, row.template_name, row.locale, row.text, row.provider, row.now],
+    );
+    return rows[0];
+  },
+
+  async get(db: Queryable, tenantId: string, id: string, lock = false): Promise<MessageRequestRow | undefined> {
+    return (await db.query<MessageRequestRow>(`SELECT * FROM message_requests WHERE tenant_id = $1 AND id = $2${lock ? ' FOR UPDATE' : ''}`, [tenantId, id]))[0];
+  },
+
+  async getByProviderId(db: Queryable, provider: string, providerMessageId: string, lock = false): Promise<MessageRequestRow | undefined> {
+    return (
+      await db.query<MessageRequestRow>(`SELECT * FROM message_requests WHERE provider = $1 AND provider_message_id = $2${lock ? ' FOR UPDATE' : ''}`, [
+        provider,
+        providerMessageId,
+      ])
+    )[0];
+  },
+
+  async hasUnreconciledFailure(db: Queryable, tenantId: string, recipientPhone: string): Promise<string | undefined> {
+    const rows = await db.query<{ id: string }>(
+      `SELECT id FROM message_requests WHERE tenant_id = $1 AND recipient_phone = $2 AND status = 'failed' AND reconciled_at IS NULL ORDER BY created_at DESC LIMIT 1`,
+      [tenantId, recipientPhone],
+    );
+    return rows[0]?.id;
+  },
+
+  /** Marks a provider call as started (committed before the call, so a crash leaves evidence). */
+  async startDispatch(db: Queryable, id: string, now: Date): Promise<void> {
+    await db.query('UPDATE message_requests SET dispatching_at = $2, dispatch_attempts = dispatch_attempts + 1, updated_at = $2 WHERE id = $1', [id, now]);
+  },
+
+  async noteUnknownOutcome(db: Queryable, id: string, now: Date): Promise<void> {
+    await db.query('UPDATE message_requests SET dispatching_at = NULL, unknown_outcomes = unknown_outcomes + 1, updated_at = $2 WHERE id = $1', [id, now]);
+  },
+
+  async recordAccepted(db: Queryable, id: string, providerMessageId: string, now: Date): Promise<void> {
+    await db.query(
+      `UPDATE message_requests SET provider_message_id = $2, dispatching_at = NULL, error_code = NULL, error_message = NULL, updated_at = $3 WHERE id = $1`,
+      [id, providerMessageId, now],
+    );
+  },
+
+  async recordDispatchError(db: Queryable, id: string, error: { code: string; message: string }, now: Date): Promise<void> {
+    await db.query(`UPDATE message_requests SET dispatching_at = NULL, error_code = $2, error_message = $3, updated_at = $4 WHERE id = $1`, [
+      id,
+      error.code,
+      error.message,
+      now,
+    ]);
+  },
+
+  async setStatus(db: Queryable, id: string, status: RequestStatus, error: { code: string; message: string } | null, now: Date): Promise<MessageRequestRow> {
+    const rows = await db.query<MessageRequestRow>(
+      `UPDATE message_requests SET status = $2, error_code = COALESCE($3, error_code), error_message = COALESCE($4, error_message), updated_at = $5
+       WHERE id = $1 RETURNING *`,
+      [id, status, error?.code ?? null, error?.message ?? null, now],
+    );
+    return rows[0];
+  },
+
+  async reconcile(db: Queryable, tenantId: string, id: string, now: Date): Promise<MessageRequestRow | undefined> {
+    const rows = await db.query<MessageRequestRow>(
+      `UPDATE message_requests SET reconciled_at = COALESCE(reconciled_at, $3), updated_at = $3 WHERE tenant_id = $1 AND id = $2 AND status = 'failed' RETURNING *`,
+      [tenantId, id, now],
+    );
+    return rows[0];
+  },
+};

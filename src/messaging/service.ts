@@ -1,0 +1,148 @@
+import type { Clock } from '../clock.js';
+import type { Db, Queryable } from '../db/driver.js';
+import type { Principal } from '../auth/keys.js';
+import { channelRepo } from '../channels/repo.js';
+import { startReadinessView } from '../channels/service.js';
+import { ensureContact, ensureConversation, preview } from '../conversations/inbox.js';
+import { conversationRepo } from '../conversations/repo.js';
+import { DomainError, conflict, invalid, notFound } from '../errors.js';
+import { runIdempotent } from '../http/idempotency.js';
+import { newId } from '../ids.js';
+import { enqueue } from '../jobs/queue.js';
+import { emit } from '../webhooks/events.js';
+import { messageRequestRepo, type RequestStatus } from './repo.js';
+import { moveStatus, requestStatusView } from './status.js';
+
+export const SEND_TASK = 'messaging.send';
+
+export interface StartInput {
+  channelId: string;
+  recipientPhone: string;
+  locale: 'en_US' | 'es_MX';
+  messageText: string;
+  contactName?: string;
+}
+
+export interface StartResult {
+  conversationId: string;
+  replyId: string;
+  requestEventId: string;
+}
+
+/** Conversation start, message request status and the simulated provider callbacks. */
+export class MessagingService {
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    private readonly providerName: string,
+    private readonly sendMaxAttempts: number,
+  ) {}
+
+  private async whatsappChannel(db: Queryable, tenantId: string, channelId: string) {
+    const channel = await channelRepo.get(db, tenantId, channelId);
+    if (!channel) throw notFound('channel');
+    if (channel.kind !== 'whatsapp') throw new DomainError('M2M_INVALID_REQUEST', 'the channel is not a WhatsApp channel', { reason: 'channel_not_whatsapp', issues: [{ path: 'channelId', message: 'is not a WhatsApp channel' }] });
+    return channel;
+  }
+
+  /** Persisted per-locale readiness of the channel's conversation-start template; never refreshed here. */
+  async templateStatus(tenantId: string, channelId: string) {
+    await this.whatsappChannel(this.db, tenantId, channelId);
+    return startReadinessView(channelId, await channelRepo.latestTemplate(this.db, tenantId, channelId));
+  }
+
+  /**
+   * Checks every precondition, then writes contact, conversation, outbound message, message request,
+   * send job and events in one transaction. Replays the stored 202 for a repeated Idempotency-Key.
+   */
+  async start(principal: Principal, idempotencyKey: string, input: StartInput) {
+    return runIdempotent<StartResult>(this.db, this.clock, { tenantId: principal.tenantId, operation: 'conversations.start', key: idempotencyKey, request: input }, async (tx) => {
+      const tenantId = principal.tenantId;
+      const channel = await this.whatsappChannel(tx, tenantId, input.channelId);
+      if (!channel.available) throw new DomainError('M2M_INVALID_REQUEST', 'the WhatsApp channel is not available for sending', { reason: 'channel_unavailable', issues: [{ path: 'body.channelId', message: 'is not available' }] });
+      const template = await channelRepo.latestTemplate(tx, tenantId, channel.id);
+      const locale = template?.locales.find((entry) => entry.locale === input.locale);
+      if (!template || !locale || !locale.ready) {
+        throw new DomainError('M2M_INVALID_REQUEST', `the conversation-start template is not prepared for locale ${input.locale} (status ${locale?.status ?? 'not_prepared'}); finish its setup in the dashboard`, {
+          reason: 'template_not_prepared',
+          locale: input.locale,
+          status: locale?.status ?? 'not_prepared',
+          issues: [{ path: 'body.locale', message: `template not prepared for ${input.locale}` }],
+        });
+      }
+      const now = this.clock.now();
+      const contact = await ensureContact(tx, tenantId, { phone: input.recipientPhone }, now);
+      if (!contact.consent) throw conflict('the recipient has not given consent to be contacted', { reason: 'recipient_no_consent' });
+      if (contact.opted_out) throw conflict('the recipient has opted out', { reason: 'recipient_opted_out' });
+      const failed = await messageRequestRepo.hasUnreconciledFailure(tx, tenantId, contact.phone_e164!);
+      if (failed) {
+        throw conflict('a previous send to this recipient failed; reconcile it before sending again', { reason: 'unreconciled_failed_attempt', requestEventId: failed });
+      }
+      if (input.contactName && !contact.name) {
+        await conversationRepo.updateContact(tx, tenantId, contact.id, { name: input.contactName }, now).then((updated) => updated && conversationRepo.refreshSearchText(tx, updated));
+      }
+      const conversation = await ensureConversation(tx, tenantId, channel, contact, now);
+      const replyId = newId('msg');
+      const requestEventId = newId('mrq');
+      await conversationRepo.insertMessage(tx, { id: replyId, tenantId, conversationId: conversation.id, direction: 'outbound', text: input.messageText, requestEventId, now });
+      await conversationRepo.recordOutbound(tx, conversation.id, { preview: preview(input.messageText), now });
+      await messageRequestRepo.insert(tx, {
+        id: requestEventId,
+        tenant_id: tenantId,
+        conversation_id: conversation.id,
+        reply_id: replyId,
+        channel_id: channel.id,
+        channel_kind: channel.kind,
+        recipient_phone: contact.phone_e164,
+        template_name: template.template_name,
+        locale: input.locale,
+        text: input.messageText,
+        provider: this.providerName,
+        now,
+      });
+      await enqueue(tx, now, { task: SEND_TASK, tenantId, payload: { requestEventId }, dedupeKey: requestEventId, maxAttempts: this.sendMaxAttempts });
+      await emit(tx, now, tenantId, 'message.created', { messageId: replyId, conversationId: conversation.id, direction: 'outbound', channel: channel.kind, requestEventId });
+      return { status: 202, body: { conversationId: conversation.id, replyId, requestEventId } };
+    });
+  }
+
+  async requestStatus(tenantId: string, requestEventId: string) {
+    const row = await messageRequestRepo.get(this.db, tenantId, requestEventId);
+    if (!row) throw notFound('message request');
+    return requestStatusView(row);
+  }
+
+  /** Acknowledges a failed send so that new sends to the recipient are allowed again. */
+  async reconcile(tenantId: string, requestEventId: string) {
+    const row = await messageRequestRepo.reconcile(this.db, tenantId, requestEventId, this.clock.now());
+    if (row) return { ...requestStatusView(row), reconciled: true };
+    const existing = await messageRequestRepo.get(this.db, tenantId, requestEventId);
+    if (!existing) throw notFound('message request');
+    throw conflict(`only a failed send can be reconciled; this one is ${existing.status}`, { status: existing.status });
+  }
+
+  /** A provider callback (the admin route simulates it for the sandbox provider). */
+  async applyProviderStatus(tenantId: string, requestEventId: string, status: Exclude<RequestStatus, 'queued'>, error?: { code: string; message: string }) {
+    if (status !== 'failed' && error) throw invalid('body.error', 'only a failed status carries an error');
+    return this.db.transaction(async (tx) => {
+      const row = await messageRequestRepo.get(tx, tenantId, requestEventId, true);
+      if (!row) throw notFound('message request');
+      const failure = status === 'failed' ? (error ?? { code: 'provider_failed', message: 'the provider reported a failure' }) : null;
+      return requestStatusView(await moveStatus(tx, this.clock.now(), row, status, failure));
+    });
+  }
+
+  /** Status callbacks from a real provider, matched by provider message id; unknown ids are ignored. */
+  async applyProviderCallbacks(provider: string, updates: Array<{ providerMessageId: string; status: Exclude<RequestStatus, 'queued'>; error?: { code: string; message: string } }>): Promise<number> {
+    let applied = 0;
+    for (const update of updates) {
+      await this.db.transaction(async (tx) => {
+        const row = await messageRequestRepo.getByProviderId(tx, provider, update.providerMessageId, true);
+        if (!row) return;
+        const moved = await moveStatus(tx, this.clock.now(), row, update.status, update.error ?? null);
+        if (moved !== row) applied++;
+      });
+    }
+    return applied;
+  }
+}

@@ -1,0 +1,51 @@
+import type { Tx } from '../db/driver.js';
+import { iso } from '../util/time.js';
+import { emit } from '../webhooks/events.js';
+import { messageRequestRepo, type MessageRequestRow, type RequestStatus } from './repo.js';
+
+const rank: Record<RequestStatus, number> = { queued: 0, sent: 1, delivered: 2, read: 3, failed: 4 };
+
+/**
+ * Status only moves forward (queued → sent → delivered → read); failed can follow any state but read.
+ * Late or repeated callbacks are ignored, so out-of-order delivery from the provider is harmless.
+ */
+export function canMove(from: RequestStatus, to: RequestStatus): boolean {
+  if (from === to || from === 'failed') return false;
+  if (to === 'failed') return from !== 'read';
+  return rank[to] > rank[from];
+}
+
+/** Applies a status change and emits message.delivery.updated in the same transaction. Returns the row. */
+export async function moveStatus(
+  tx: Tx,
+  now: Date,
+  row: MessageRequestRow,
+  to: RequestStatus,
+  error: { code: string; message: string } | null = null,
+): Promise<MessageRequestRow> {
+  if (!canMove(row.status, to)) return row;
+  const updated = await messageRequestRepo.setStatus(tx, row.id, to, error, now);
+  await emit(tx, now, row.tenant_id, 'message.delivery.updated', {
+    requestEventId: row.id,
+    status: to,
+    replyId: row.reply_id,
+    conversationId: row.conversation_id,
+    ...(updated.provider_message_id ? { providerMessageId: updated.provider_message_id } : {}),
+    ...(to === 'failed' && updated.error_code ? { errorCode: updated.error_code } : {}),
+  });
+  return updated;
+}
+
+/** The message request status record (decisions.md section 4). */
+export function requestStatusView(row: MessageRequestRow) {
+  return {
+    requestEventId: row.id,
+    status: row.status,
+    conversationId: row.conversation_id,
+    replyId: row.reply_id,
+    channel: row.channel_kind,
+    createdAt: iso(row.created_at)!,
+    updatedAt: iso(row.updated_at)!,
+    ...(row.status === 'failed' && row.error_code ? { error: { code: row.error_code, message: row.error_message ?? row.error_code } } : {}),
+  };
+}
