@@ -76,7 +76,9 @@ export async function buildApp(services: Services, logger: Logger): Promise<App>
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : `req_${randomBytes(9).toString('base64url')}`;
     },
-    routerOptions: { ignoreTrailingSlash: true },
+    // Path values the schemas allow (conversationId up to 200, template names up to 512) must reach
+    // validation; Fastify's default maxParamLength (100) answers longer ones with a bare 414.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // JSON only: anything else is 415 rather than a string body that fails validation confusingly.

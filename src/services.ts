@@ -9,6 +9,7 @@ import { ConversationService } from './conversations/service.js';
 import { InboxService } from './conversations/inbox.js';
 import { Cursors } from './http/cursor.js';
 import { MessagingService } from './messaging/service.js';
+import { OutboundQueue } from './messaging/outbound.js';
 import { TenantService } from './tenants/service.js';
 import { WebhookService } from './webhooks/service.js';
 
@@ -27,6 +28,7 @@ export interface Services {
   conversations: ConversationService;
   inbox: InboxService;
   messaging: MessagingService;
+  outbound: OutboundQueue;
 }
 
 export function createServices(deps: { config: Config; db: Db; clock: Clock; keyring: Keyring; log: Logger }): Services {
@@ -35,6 +37,7 @@ export function createServices(deps: { config: Config; db: Db; clock: Clock; key
   const cursors = new Cursors(keyring.signingKey);
   const webhooks = new WebhookService({ db, clock, keyring, cursors, allowPrivateDestinations: config.allowPrivateDestinations });
   apiKeys.onChange((tx, change) => webhooks.onApiKeyChanged(tx, change));
+  const outbound = new OutboundQueue(config.channelProvider, config.sendMaxAttempts);
   return {
     ...deps,
     cursors,
@@ -44,6 +47,7 @@ export function createServices(deps: { config: Config; db: Db; clock: Clock; key
     webhooks,
     conversations: new ConversationService(db, clock, cursors),
     inbox: new InboxService(db, clock),
-    messaging: new MessagingService(db, clock, config.channelProvider, config.sendMaxAttempts),
+    messaging: new MessagingService(db, clock, outbound),
+    outbound,
   };
 }

@@ -2,7 +2,7 @@ import type { Db } from '../db/driver.js';
 import type { ClaimedJob, JobContext, JobRunner } from '../jobs/runner.js';
 import { channelRepo } from '../channels/repo.js';
 import { messageRequestRepo } from './repo.js';
-import { SEND_TASK } from './service.js';
+import { SEND_TASK } from './outbound.js';
 import { moveStatus } from './status.js';
 import { ProviderError, type ChannelProvider } from './providers/types.js';
 
@@ -45,7 +45,15 @@ export function registerSendPipeline(runner: JobRunner, deps: { db: Db; provider
     await messageRequestRepo.startDispatch(db, row.id, ctx.clock.now());
     try {
       const accepted = await provider.send(
-        { requestEventId: row.id, senderRef: channel?.provider_ref ?? null, to: row.recipient_phone ?? '', templateName: row.template_name ?? '', locale: row.locale ?? 'en_US', text: row.text },
+        {
+          requestEventId: row.id,
+          channelKind: row.channel_kind,
+          senderRef: channel?.provider_ref ?? null,
+          to: row.recipient_phone,
+          conversationId: row.conversation_id,
+          template: row.template_name ? { name: row.template_name, locale: row.locale ?? 'en_US' } : undefined,
+          text: row.text,
+        },
         ctx.signal,
       );
       await db.transaction(async (tx) => {

@@ -3,17 +3,14 @@ import type { Db, Queryable } from '../db/driver.js';
 import type { Principal } from '../auth/keys.js';
 import { channelRepo } from '../channels/repo.js';
 import { startReadinessView } from '../channels/service.js';
-import { ensureContact, ensureConversation, preview } from '../conversations/inbox.js';
+import { ensureContact, ensureConversation } from '../conversations/inbox.js';
 import { conversationRepo } from '../conversations/repo.js';
 import { DomainError, conflict, invalid, notFound } from '../errors.js';
 import { runIdempotent } from '../http/idempotency.js';
-import { newId } from '../ids.js';
-import { enqueue } from '../jobs/queue.js';
-import { emit } from '../webhooks/events.js';
 import { messageRequestRepo, type RequestStatus } from './repo.js';
 import { moveStatus, requestStatusView } from './status.js';
+import type { OutboundQueue } from './outbound.js';
 
-export const SEND_TASK = 'messaging.send';
 
 export interface StartInput {
   channelId: string;
@@ -34,8 +31,7 @@ export class MessagingService {
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
-    private readonly providerName: string,
-    private readonly sendMaxAttempts: number,
+    private readonly outbound: OutboundQueue,
   ) {}
 
   private async whatsappChannel(db: Queryable, tenantId: string, channelId: string) {
@@ -82,26 +78,15 @@ export class MessagingService {
         await conversationRepo.updateContact(tx, tenantId, contact.id, { name: input.contactName }, now).then((updated) => updated && conversationRepo.refreshSearchText(tx, updated));
       }
       const conversation = await ensureConversation(tx, tenantId, channel, contact, now);
-      const replyId = newId('msg');
-      const requestEventId = newId('mrq');
-      await conversationRepo.insertMessage(tx, { id: replyId, tenantId, conversationId: conversation.id, direction: 'outbound', text: input.messageText, requestEventId, now });
-      await conversationRepo.recordOutbound(tx, conversation.id, { preview: preview(input.messageText), now });
-      await messageRequestRepo.insert(tx, {
-        id: requestEventId,
-        tenant_id: tenantId,
-        conversation_id: conversation.id,
-        reply_id: replyId,
-        channel_id: channel.id,
-        channel_kind: channel.kind,
-        recipient_phone: contact.phone_e164,
-        template_name: template.template_name,
-        locale: input.locale,
+      const { replyId, requestEventId } = await this.outbound.queue(tx, now, {
+        tenantId,
+        conversationId: conversation.id,
+        channelId: channel.id,
+        channelKind: channel.kind,
+        recipientPhone: contact.phone_e164,
         text: input.messageText,
-        provider: this.providerName,
-        now,
+        template: { name: template.template_name, locale: input.locale },
       });
-      await enqueue(tx, now, { task: SEND_TASK, tenantId, payload: { requestEventId }, dedupeKey: requestEventId, maxAttempts: this.sendMaxAttempts });
-      await emit(tx, now, tenantId, 'message.created', { messageId: replyId, conversationId: conversation.id, direction: 'outbound', channel: channel.kind, requestEventId });
       return { status: 202, body: { conversationId: conversation.id, replyId, requestEventId } };
     });
   }

@@ -1,11 +1,14 @@
 /** What a channel provider needs to send one template message. */
 export interface SendRequest {
   requestEventId: string;
+  channelKind: string;
   /** The provider's id of the sending number (WhatsApp phone-number id), when it has one. */
   senderRef: string | null;
-  to: string;
-  templateName: string;
-  locale: string;
+  /** Recipient phone (E.164) when the channel addresses by phone. */
+  to: string | null;
+  conversationId: string;
+  /** A template message (conversation start); absent for a reply inside an open conversation. */
+  template?: { name: string; locale: string };
   text: string;
 }
 

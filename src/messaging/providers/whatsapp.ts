@@ -16,18 +16,25 @@ export class WhatsAppCloudProvider implements ChannelProvider {
   constructor(private readonly options: WhatsAppOptions) {}
 
   async send(message: SendRequest, signal: AbortSignal): Promise<SendAccepted> {
+    if (message.channelKind !== 'whatsapp') throw new ProviderError('unsupported_channel', `the WhatsApp provider cannot send on ${message.channelKind}`, false);
     if (!message.senderRef) throw new ProviderError('sender_not_configured', 'the channel has no WhatsApp phone-number id (providerRef)', false);
+    if (!message.to) throw new ProviderError('recipient_missing', 'the recipient has no phone number', false);
     const url = `${this.options.graphBaseUrl}/${this.options.apiVersion}/${encodeURIComponent(message.senderRef)}/messages`;
-    const body = JSON.stringify({
-      messaging_product: 'whatsapp',
-      to: message.to.replace(/^\+/, ''),
-      type: 'template',
-      template: {
-        name: message.templateName,
-        language: { code: message.locale },
-        components: [{ type: 'body', parameters: [{ type: 'text', text: message.text }] }],
-      },
-    });
+    const to = message.to.replace(/^\+/, '');
+    const body = JSON.stringify(
+      message.template
+        ? {
+            messaging_product: 'whatsapp',
+            to,
+            type: 'template',
+            template: {
+              name: message.template.name,
+              language: { code: message.template.locale },
+              components: [{ type: 'body', parameters: [{ type: 'text', text: message.text }] }],
+            },
+          }
+        : { messaging_product: 'whatsapp', to, type: 'text', text: { body: message.text } },
+    );
     let response;
     try {
       response = await request(url, {
