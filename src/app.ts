@@ -15,6 +15,8 @@ import { webhookSharedSchemas } from './webhooks/schema.js';
 import { conversationRoutes } from './conversations/routes.js';
 import { conversationSharedSchemas } from './conversations/schema.js';
 import { messagingRoutes } from './messaging/routes.js';
+import { crmRoutes } from './crm/routes.js';
+import { crmSharedSchemas } from './crm/schema.js';
 import { whatsappCallbackRoutes } from './messaging/provider-routes.js';
 import { migrationsApplied } from './db/migrate.js';
 import type { Services } from './services.js';
@@ -84,7 +86,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<App>
   // JSON only: anything else is 415 rather than a string body that fails validation confusingly.
   app.removeContentTypeParser('text/plain');
   app.setValidatorCompiler(validatorCompiler());
-  for (const schema of [ErrorBody, ...webhookSharedSchemas, ...conversationSharedSchemas]) app.addSchema(schema);
+  for (const schema of [ErrorBody, ...webhookSharedSchemas, ...conversationSharedSchemas, ...crmSharedSchemas]) app.addSchema(schema);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
   });
@@ -139,6 +141,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<App>
       await api.register(webhookRoutes(services));
       await api.register(conversationRoutes(services));
       await api.register(messagingRoutes(services));
+      await api.register(crmRoutes(services));
     },
     { prefix: API_PREFIX },
   );

@@ -32,6 +32,7 @@ export interface Config {
   };
   sendTimeoutMs: number;
   sendMaxAttempts: number;
+  crmAutomationIntervalMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -126,5 +127,6 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
     },
     sendTimeoutMs: int(env, 'SEND_TIMEOUT_MS', 10_000, 50, 120_000),
     sendMaxAttempts: int(env, 'SEND_MAX_ATTEMPTS', 5, 1, 50),
+    crmAutomationIntervalMs: int(env, 'CRM_AUTOMATION_INTERVAL_MS', 60_000, 100, 86_400_000),
   };
 }

@@ -10,6 +10,7 @@ import { loadKeyring } from './secrets.js';
 import { createServices, type Services } from './services.js';
 import { WebhookDispatcher } from './webhooks/deliver.js';
 import { registerSendPipeline } from './messaging/pipeline.js';
+import { registerAutomation, scheduleAutomation } from './crm/automation.js';
 import { SandboxProvider } from './messaging/providers/sandbox.js';
 import { WhatsAppCloudProvider } from './messaging/providers/whatsapp.js';
 import type { ChannelProvider } from './messaging/providers/types.js';
@@ -57,6 +58,7 @@ export async function createRuntime(config: Config, options: { clock?: Clock; lo
       ? new WhatsAppCloudProvider({ ...config.whatsapp, accessToken: config.whatsapp.accessToken!, timeoutMs: config.sendTimeoutMs })
       : new SandboxProvider();
   registerSendPipeline(runner, { db, provider });
+  registerAutomation(runner, { db, sender: services.followUpSender, intervalMs: config.crmAutomationIntervalMs });
   const dispatcher = new WebhookDispatcher(db, clock, log.child({ component: 'webhooks' }), {
     retryDelaysMs: config.webhookRetryDelaysMs,
     attemptTimeoutMs: config.webhookAttemptTimeoutMs,
@@ -76,6 +78,7 @@ export async function createRuntime(config: Config, options: { clock?: Clock; lo
     async startWorkers() {
       workersStarted = true;
       await scheduleMaintenance(db, clock);
+      await scheduleAutomation(db, clock);
       await runner.start();
       await dispatcher.start();
     },

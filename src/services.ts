@@ -10,6 +10,8 @@ import { InboxService } from './conversations/inbox.js';
 import { Cursors } from './http/cursor.js';
 import { MessagingService } from './messaging/service.js';
 import { OutboundQueue } from './messaging/outbound.js';
+import { CrmService } from './crm/service.js';
+import { FollowUpSender } from './crm/send.js';
 import { TenantService } from './tenants/service.js';
 import { WebhookService } from './webhooks/service.js';
 
@@ -29,10 +31,12 @@ export interface Services {
   inbox: InboxService;
   messaging: MessagingService;
   outbound: OutboundQueue;
+  crm: CrmService;
+  followUpSender: FollowUpSender;
 }
 
 export function createServices(deps: { config: Config; db: Db; clock: Clock; keyring: Keyring; log: Logger }): Services {
-  const { config, db, clock, keyring } = deps;
+  const { config, db, clock, keyring, log } = deps;
   const apiKeys = new ApiKeyService(db, clock);
   const cursors = new Cursors(keyring.signingKey);
   const webhooks = new WebhookService({ db, clock, keyring, cursors, allowPrivateDestinations: config.allowPrivateDestinations });
@@ -49,5 +53,7 @@ export function createServices(deps: { config: Config; db: Db; clock: Clock; key
     inbox: new InboxService(db, clock),
     messaging: new MessagingService(db, clock, outbound),
     outbound,
+    crm: new CrmService(db, clock, cursors),
+    followUpSender: new FollowUpSender(db, clock, outbound, log.child({ component: 'crm' })),
   };
 }

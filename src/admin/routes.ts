@@ -8,6 +8,7 @@ import type { Services } from '../services.js';
 import { TestEventBody } from '../webhooks/schema.js';
 import { conversationAdminRoutes } from '../conversations/admin-routes.js';
 import { messagingAdminRoutes } from '../messaging/admin-routes.js';
+import { crmAdminRoutes } from '../crm/admin-routes.js';
 
 const Id = Type.String({ minLength: 1, maxLength: 128 });
 const TenantParams = Type.Object({ tenantId: Id }, Strict);
@@ -21,6 +22,7 @@ export function adminRoutes(services: Services) {
     const hide = { hide: true };
     await app.register(conversationAdminRoutes(services));
     await app.register(messagingAdminRoutes(services));
+    await app.register(crmAdminRoutes(services));
 
     app.post('/tenants', {
       schema: { ...hide, body: Type.Object({ name: Name, timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })) }, Strict) },

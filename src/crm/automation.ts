@@ -1,0 +1,82 @@
+import type { Db } from '../db/driver.js';
+import type { Clock } from '../clock.js';
+import { conversationRepo } from '../conversations/repo.js';
+import { DomainError } from '../errors.js';
+import { enqueue } from '../jobs/queue.js';
+import type { JobRunner } from '../jobs/runner.js';
+import { tenantRepo } from '../tenants/repo.js';
+import { inQuietHours } from './quiet-hours.js';
+import { crmRepo, type FollowUpRow } from './repo.js';
+import type { FollowUpSender } from './send.js';
+import { generatedDraft } from './views.js';
+
+export const AUTOMATION_TASK = 'crm.automation';
+const BATCH = 100;
+
+export async function scheduleAutomation(db: Db, clock: Clock, runAt?: Date): Promise<void> {
+  await db.transaction((tx) => enqueue(tx, clock.now(), { task: AUTOMATION_TASK, dedupeKey: AUTOMATION_TASK, runAt: runAt ?? clock.now(), maxAttempts: 5 }));
+}
+
+/**
+ * Follow-up automation, run every `intervalMs` by one worker at a time (dedupe key):
+ * expiry for everyone; for tenants in `draft` mode, drafts for due follow-ups; in `auto` mode, sends of
+ * due follow-ups outside quiet hours to contacts with consent, through the same claim as a manual send.
+ */
+export function registerAutomation(runner: JobRunner, deps: { db: Db; sender: FollowUpSender; intervalMs: number }): void {
+  const { db, sender, intervalMs } = deps;
+  runner.register(AUTOMATION_TASK, async (job, ctx) => {
+    const now = ctx.clock.now();
+    const expired = await crmRepo.expireAll(db, now);
+    let drafted = 0;
+    let sent = 0;
+    for (const { tenant_id: tenantId } of await crmRepo.automatedTenants(db)) {
+      for (const unfinished of await crmRepo.unfinishedSends(db, tenantId)) {
+        await db.transaction((tx) => sender.completeIn(tx, tenantId, unfinished.id)).catch((error: unknown) => ctx.log.warn({ err: error, followUpId: unfinished.id }, 'follow-up completion still failing'));
+      }
+      const settings = await crmRepo.settings(db, tenantId);
+      const due = await crmRepo.dueFollowUps(db, tenantId, now, BATCH);
+      if (settings.follow_up_mode === 'draft') {
+        for (const row of due.filter((r) => r.draft_status === 'empty')) {
+          const contactName = await contactNameOf(db, row);
+          await crmRepo.updateFollowUp(db, row.id, { message_draft: generatedDraft(row, contactName), draft_status: 'generated' }, now);
+          drafted++;
+        }
+        continue;
+      }
+      const tenant = await tenantRepo.get(db, tenantId);
+      const quiet = settings.quiet_start && settings.quiet_end ? { start: settings.quiet_start, end: settings.quiet_end } : null;
+      if (!tenant || inQuietHours(now, tenant.timezone, quiet)) continue;
+      for (const row of due) {
+        if (!(await mayContact(db, row))) continue;
+        try {
+          await sender.send(tenantId, row.id, {});
+          sent++;
+        } catch (error) {
+          // A manual send may have claimed it meanwhile (409): that is the claim doing its job.
+          if (!(error instanceof DomainError)) throw error;
+          ctx.log.info({ followUpId: row.id, code: error.code }, 'automation skipped a follow-up');
+        }
+      }
+    }
+    await db.transaction(async (tx) => {
+      await ctx.completeIn(tx);
+      await enqueue(tx, now, { task: AUTOMATION_TASK, dedupeKey: AUTOMATION_TASK, runAt: new Date(now.getTime() + intervalMs), maxAttempts: 5 });
+    });
+    if (expired + drafted + sent > 0) ctx.log.info({ expired, drafted, sent, jobId: job.id }, 'follow-up automation');
+  });
+}
+
+async function contactOf(db: Db, row: FollowUpRow) {
+  const conversation = await conversationRepo.get(db, row.tenant_id, row.conversation_id);
+  return conversation ? conversationRepo.getContact(db, row.tenant_id, conversation.contact_id) : undefined;
+}
+
+async function contactNameOf(db: Db, row: FollowUpRow): Promise<string | null> {
+  return (await contactOf(db, row))?.name ?? null;
+}
+
+/** Automation only writes to contacts who consented and did not opt out. */
+async function mayContact(db: Db, row: FollowUpRow): Promise<boolean> {
+  const contact = await contactOf(db, row);
+  return Boolean(contact?.consent && !contact.opted_out);
+}

@@ -1,0 +1,105 @@
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.js';
+import type { Db, Tx } from '../db/driver.js';
+import { channelRepo } from '../channels/repo.js';
+import { conversationRepo } from '../conversations/repo.js';
+import { conflict, invalid } from '../errors.js';
+import { runIdempotent } from '../http/idempotency.js';
+import type { OutboundQueue } from '../messaging/outbound.js';
+import { crmRepo, type FollowUpRow } from './repo.js';
+import { emitOpportunityUpdated, requireFollowUp } from './service.js';
+import { followUpView, generatedDraft } from './views.js';
+
+export interface SendOutcome {
+  followUp: ReturnType<typeof followUpView>;
+  reply: { replyId: string; requestEventId: string; conversationId: string; status: 'queued' };
+  crmStatusUpdateFailed?: true;
+}
+
+/**
+ * Sending a follow-up, manually or by automation, always through one claim:
+ * 1. in one transaction the claim is taken (`claim_state` null → completed) and the message is queued
+ *    through the outbound pipeline; a concurrent send waits on the row lock, then sees the claim and
+ *    gets 409, creating nothing;
+ * 2. then the CRM record is completed (status sent, opportunity touched). If that step fails the send
+ *    still stands: the response says `crmStatusUpdateFailed: true`, the claim stays completed so it is
+ *    never sent again, and automation finishes the record later.
+ */
+export class FollowUpSender {
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    private readonly outbound: OutboundQueue,
+    private readonly log: Logger,
+  ) {}
+
+  async send(tenantId: string, followUpId: string, input: { messageText?: string; idempotencyKey?: string }): Promise<{ body: SendOutcome; replayed: boolean }> {
+    const accept = (tx: Tx) => this.claimAndQueue(tx, tenantId, followUpId, input.messageText);
+    let accepted: { body: SendOutcome; replayed: boolean };
+    if (input.idempotencyKey) {
+      const result = await runIdempotent(this.db, this.clock, { tenantId, operation: 'crm.follow-up.send', key: input.idempotencyKey, request: { followUpId, messageText: input.messageText ?? null } }, async (tx) => ({
+        status: 202,
+        body: await accept(tx),
+      }));
+      if (result.replayed) return { body: result.body, replayed: true };
+      accepted = { body: result.body, replayed: false };
+    } else {
+      accepted = { body: await this.db.transaction(accept), replayed: false };
+    }
+    return { body: await this.complete(tenantId, followUpId, accepted.body), replayed: false };
+  }
+
+  private async claimAndQueue(tx: Tx, tenantId: string, followUpId: string, messageText: string | undefined): Promise<SendOutcome> {
+    const row = await requireFollowUp(tx, tenantId, followUpId, true);
+    if (row.claim_state) throw conflict(`this follow-up already has a ${row.claim_state} send claim; do not send again`, { claim: row.claim_state, status: row.status });
+    if (row.status !== 'pending' && row.status !== 'scheduled') throw conflict(`a ${row.status} follow-up cannot be sent`, { status: row.status });
+    const now = this.clock.now();
+    if (row.expires_at.getTime() <= now.getTime()) throw conflict('this follow-up has expired', { status: 'expired' });
+    const conversation = await conversationRepo.getWithContact(tx, tenantId, row.conversation_id);
+    if (!conversation) throw conflict('the follow-up conversation no longer exists');
+    const channel = await channelRepo.get(tx, tenantId, conversation.channel_id);
+    if (!channel?.available) throw conflict('the conversation channel is not available for sending', { reason: 'channel_unavailable' });
+    const contact = await conversationRepo.getContact(tx, tenantId, conversation.contact_id);
+    if (contact?.opted_out) throw conflict('the contact has opted out', { reason: 'recipient_opted_out' });
+    const text = messageText ?? row.message_draft ?? generatedDraft(row, contact?.name ?? null);
+    if (!text.trim()) throw invalid('body.messageText', 'there is no message to send');
+    const queued = await this.outbound.queue(tx, now, {
+      tenantId,
+      conversationId: conversation.id,
+      channelId: channel.id,
+      channelKind: channel.kind,
+      recipientPhone: contact?.phone_e164 ?? null,
+      text,
+    });
+    const claimed = await crmRepo.updateFollowUp(
+      tx,
+      row.id,
+      { status: 'sending', claim_state: 'completed', claimed_at: now, reply_id: queued.replyId, request_event_id: queued.requestEventId, message_draft: text },
+      now,
+    );
+    return { followUp: followUpView(claimed), reply: { ...queued, conversationId: conversation.id, status: 'queued' } };
+  }
+
+  /** The CRM completion step (also used by automation to finish records whose completion failed). */
+  async complete(tenantId: string, followUpId: string, accepted: SendOutcome): Promise<SendOutcome> {
+    try {
+      const row = await this.db.transaction((tx) => this.completeIn(tx, tenantId, followUpId));
+      return { ...accepted, followUp: followUpView(row) };
+    } catch (error) {
+      this.log.error({ err: error, tenantId, followUpId }, 'follow-up sent but the CRM record could not be updated; it will be reconciled');
+      return { ...accepted, crmStatusUpdateFailed: true };
+    }
+  }
+
+  async completeIn(tx: Tx, tenantId: string, followUpId: string): Promise<FollowUpRow> {
+    const now = this.clock.now();
+    const row = await requireFollowUp(tx, tenantId, followUpId, true);
+    if (row.status !== 'sending') return row;
+    const sent = await crmRepo.updateFollowUp(tx, row.id, { status: 'sent', sent_at: now }, now);
+    if (row.opportunity_id) {
+      const opportunity = await crmRepo.updateOpportunity(tx, tenantId, row.opportunity_id, { followUpAt: now }, now);
+      if (opportunity) await emitOpportunityUpdated(tx, now, opportunity, ['lastFollowUpAt']);
+    }
+    return sent;
+  }
+}
