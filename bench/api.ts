@@ -3,7 +3,7 @@
  * server sending the same bytes (pre-serialised, and re-serialised per request).
  */
 import autocannon from 'autocannon';
-import { fmt, freePort, log, round, sleep, type DbKind } from './lib.js';
+import { CpuMeter, fmt, freePort, log, round, sleep, type DbKind } from './lib.js';
 import { call, emitBody, newSchema, seedSubscription, startBare, startServer, stopChild, type Server } from './procs.js';
 
 export interface Load {
@@ -16,6 +16,8 @@ export interface Load {
   non2xx: number;
   errors: number;
   timeouts: number;
+  /** % of one core during the measured run: server (real or bare), bench (autocannon), postgres, other. */
+  cpuPct: Record<string, number>;
 }
 
 export interface ApiResult {
@@ -38,7 +40,7 @@ export interface Timing {
 }
 
 /** One autocannon run; bounded by its duration and, as a guard, stopped 20 s after it should have ended. */
-async function cannon(url: string, connections: number, seconds: number, headers: Record<string, string> = {}): Promise<Load> {
+async function cannon(url: string, connections: number, seconds: number, headers: Record<string, string> = {}): Promise<Omit<Load, 'cpuPct'>> {
   const instance = autocannon({ url, connections, duration: seconds, headers, timeout: 10 });
   const guard = setTimeout(() => instance.stop(), (seconds + 20) * 1000);
   const result = await instance;
@@ -56,9 +58,17 @@ async function cannon(url: string, connections: number, seconds: number, headers
   };
 }
 
-async function measure(what: string, url: string, connections: number, timing: Timing, seconds: number, headers?: Record<string, string>): Promise<Load> {
-  await cannon(url, connections, timing.warmupS, headers);
-  const load = await cannon(url, connections, seconds, headers);
+interface Target {
+  url: string;
+  pid: number | undefined;
+  postgres: boolean;
+  headers?: Record<string, string>;
+}
+
+async function measure(what: string, target: Target, connections: number, timing: Timing, seconds: number): Promise<Load> {
+  await cannon(target.url, connections, timing.warmupS, target.headers);
+  const meter = new CpuMeter({ server: target.pid, bench: process.pid }, target.postgres);
+  const load = { ...(await cannon(target.url, connections, seconds, target.headers)), cpuPct: meter.stop() };
   log(`  ${what}: ${fmt(load.rps)} req/s, p50 ${load.p50Ms} ms, p99 ${load.p99Ms} ms, non-2xx ${load.non2xx}, errors ${load.errors}`);
   return load;
 }
@@ -91,16 +101,18 @@ export async function runApi(db: DbKind, postgresUrl: string | undefined, timing
     if (rows !== 50) throw new Error(`list route returned ${rows} rows, expected 50`);
     log(`api/${db}: route returns ${rows} rows, ${fmt(Buffer.byteLength(body))} bytes, ${contentType}`);
 
-    const route = await measure('route, 32 connections', routeUrl, 32, timing, timing.measureS, headers);
-    const routeSingle = await measure('route, 1 connection', routeUrl, 1, timing, timing.singleS, headers);
+    const real: Target = { url: routeUrl, pid: server.pid, postgres: db === 'postgres', headers };
+    const route = await measure('route, 32 connections', real, 32, timing, timing.measureS);
+    const routeSingle = await measure('route, 1 connection', real, 1, timing, timing.singleS);
     await stopChild(server.child);
     server = undefined;
     await sleep(500);
 
     const bare = await startBare(`bare-${db}`, body, contentType);
     bareChild = bare.child;
-    const bareRaw = await measure('bare node:http, pre-serialised', `${bare.base}/raw`, 32, timing, timing.measureS);
-    const bareStringify = await measure('bare node:http, JSON.stringify(JSON.parse())', `${bare.base}/stringify`, 32, timing, timing.measureS);
+    const bareTarget = (suffix: string): Target => ({ url: `${bare.base}${suffix}`, pid: bare.child.pid, postgres: false });
+    const bareRaw = await measure('bare node:http, pre-serialised', bareTarget('/raw'), 32, timing, timing.measureS);
+    const bareStringify = await measure('bare node:http, JSON.stringify(JSON.parse())', bareTarget('/stringify'), 32, timing, timing.measureS);
     return {
       db,
       responseBytes: Buffer.byteLength(body),

@@ -1,5 +1,6 @@
 /** Small helpers shared by the bench scenarios: arguments, timing, statistics, RSS, tables. */
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
+import { cpus } from 'node:os';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -73,6 +74,83 @@ export function rssKb(pid: number | undefined): number | undefined {
     return match ? Number(match[1]) : undefined;
   } catch {
     return undefined;
+  }
+}
+
+/** CPU time (user + system) and command name of a process; undefined when it is gone. Assumes CLK_TCK = 100. */
+function procStat(pid: number | string): { comm: string; cpu: number } | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const close = stat.lastIndexOf(')');
+    const fields = stat.slice(close + 2).split(' ');
+    return { comm: stat.slice(stat.indexOf('(') + 1, close), cpu: (Number(fields[11]) + Number(fields[12])) / 100 };
+  } catch {
+    return undefined;
+  }
+}
+
+/** CPU seconds of every process called `postgres` on this machine (the local server's processes), by pid. */
+function postgresCpu(): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const stat = procStat(pid);
+    if (stat?.comm === 'postgres') out.set(pid, stat.cpu);
+  }
+  return out;
+}
+
+/** Whole-machine CPU counters from /proc/stat: busy and total ticks (all cores). */
+function machineTicks(): { busy: number; total: number } {
+  try {
+    const [, ...parts] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/);
+    const n = parts.map(Number);
+    const total = n.slice(0, 8).reduce((a, b) => a + b, 0);
+    return { busy: total - n[3] - (n[4] ?? 0), total };
+  } catch {
+    return { busy: 0, total: 0 };
+  }
+}
+
+/**
+ * CPU use over an interval, in % of one core: each named process, optionally the local PostgreSQL server
+ * (`postgres`), and `other` = everything else on the machine (other work skews the figures when high).
+ */
+export class CpuMeter {
+  private readonly start = Date.now();
+  private readonly startCpu: Map<string, number | undefined>;
+  private readonly startPostgres: Map<string, number> | undefined;
+  private readonly startMachine = machineTicks();
+  constructor(private readonly pids: Record<string, number | undefined>, withPostgres: boolean) {
+    this.startCpu = new Map(Object.entries(pids).map(([name, pid]) => [name, pid === undefined ? undefined : procStat(pid)?.cpu]));
+    this.startPostgres = withPostgres ? postgresCpu() : undefined;
+  }
+  stop(): Record<string, number> {
+    const seconds = Math.max(0.001, (Date.now() - this.start) / 1000);
+    const pct = (cpu: number) => round((cpu / seconds) * 100);
+    const out: Record<string, number> = {};
+    let ours = 0;
+    for (const [name, pid] of Object.entries(this.pids)) {
+      const before = this.startCpu.get(name);
+      const after = pid === undefined ? undefined : procStat(pid)?.cpu;
+      if (before === undefined || after === undefined) continue;
+      out[name] = pct(after - before);
+      ours += after - before;
+    }
+    if (this.startPostgres) {
+      let used = 0;
+      for (const [pid, cpu] of postgresCpu()) used += cpu - (this.startPostgres.get(pid) ?? 0);
+      out.postgres = pct(used);
+      ours += used;
+    }
+    const m = machineTicks();
+    const ticks = m.total - this.startMachine.total;
+    if (ticks > 0) {
+      const busyShare = (m.busy - this.startMachine.busy) / ticks;
+      out.machine = round(busyShare * 100);
+      out.other = Math.max(0, pct(busyShare * cpus().length * seconds - ours));
+    }
+    return out;
   }
 }
 

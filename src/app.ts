@@ -16,8 +16,13 @@ import { conversationRoutes } from './conversations/routes.js';
 import { conversationSharedSchemas } from './conversations/schema.js';
 import { messagingRoutes } from './messaging/routes.js';
 import { crmRoutes } from './crm/routes.js';
+import { reservationRoutes } from './reservations/routes.js';
+import { mcpRoutes } from './mcp/routes.js';
 import { crmSharedSchemas } from './crm/schema.js';
 import { whatsappCallbackRoutes } from './messaging/provider-routes.js';
+import { knowledgeRoutes } from './knowledge/routes.js';
+import { knowledgeSharedSchemas } from './knowledge/schema.js';
+import { shareRoutes } from './knowledge/share-routes.js';
 import { migrationsApplied } from './db/migrate.js';
 import type { Services } from './services.js';
 
@@ -86,7 +91,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<App>
   // JSON only: anything else is 415 rather than a string body that fails validation confusingly.
   app.removeContentTypeParser('text/plain');
   app.setValidatorCompiler(validatorCompiler());
-  for (const schema of [ErrorBody, ...webhookSharedSchemas, ...conversationSharedSchemas, ...crmSharedSchemas]) app.addSchema(schema);
+  for (const schema of [ErrorBody, ...webhookSharedSchemas, ...conversationSharedSchemas, ...crmSharedSchemas, ...knowledgeSharedSchemas]) app.addSchema(schema);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
   });
@@ -142,11 +147,15 @@ export async function buildApp(services: Services, logger: Logger): Promise<App>
       await api.register(conversationRoutes(services));
       await api.register(messagingRoutes(services));
       await api.register(crmRoutes(services));
+      await api.register(knowledgeRoutes(services));
+      await api.register(reservationRoutes(services));
+      if (config.mcpEnabled) await api.register(mcpRoutes(services));
     },
     { prefix: API_PREFIX },
   );
 
   await app.register(whatsappCallbackRoutes(config, services.messaging));
+  await app.register(shareRoutes(services.knowledgeAssets));
 
   await app.register(
     async (admin) => {

@@ -33,6 +33,11 @@ export interface Config {
   sendTimeoutMs: number;
   sendMaxAttempts: number;
   crmAutomationIntervalMs: number;
+  /** Knowledge url sources: deadline and size cap of one page fetch. */
+  knowledgeFetchTimeoutMs: number;
+  knowledgeFetchMaxBytes: number;
+  /** pre_checkin is due this many days before check-in (business timezone). */
+  lifecyclePreCheckinDays: number;
 }
 
 export class ConfigError extends Error {}
@@ -128,5 +133,8 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
     sendTimeoutMs: int(env, 'SEND_TIMEOUT_MS', 10_000, 50, 120_000),
     sendMaxAttempts: int(env, 'SEND_MAX_ATTEMPTS', 5, 1, 50),
     crmAutomationIntervalMs: int(env, 'CRM_AUTOMATION_INTERVAL_MS', 60_000, 100, 86_400_000),
+    knowledgeFetchTimeoutMs: int(env, 'KNOWLEDGE_FETCH_TIMEOUT_MS', 15_000, 100, 120_000),
+    knowledgeFetchMaxBytes: int(env, 'KNOWLEDGE_FETCH_MAX_BYTES', 5 * 1024 * 1024, 1024, 50 * 1024 * 1024),
+    lifecyclePreCheckinDays: int(env, 'LIFECYCLE_PRE_CHECKIN_DAYS', 2, 0, 60),
   };
 }

@@ -11,10 +11,13 @@ import { createServices, type Services } from './services.js';
 import { WebhookDispatcher } from './webhooks/deliver.js';
 import { registerSendPipeline } from './messaging/pipeline.js';
 import { registerAutomation, scheduleAutomation } from './crm/automation.js';
+import { registerPreCheckin, schedulePreCheckin } from './reservations/schedule.js';
 import { SandboxProvider } from './messaging/providers/sandbox.js';
 import { WhatsAppCloudProvider } from './messaging/providers/whatsapp.js';
 import type { ChannelProvider } from './messaging/providers/types.js';
 import type { Resolver } from './webhooks/ssrf.js';
+import { registerKnowledgeJobs } from './knowledge/jobs.js';
+import { GuardedFetcher } from './knowledge/fetch.js';
 
 export interface Runtime {
   services: Services;
@@ -59,6 +62,14 @@ export async function createRuntime(config: Config, options: { clock?: Clock; lo
       : new SandboxProvider();
   registerSendPipeline(runner, { db, provider });
   registerAutomation(runner, { db, sender: services.followUpSender, intervalMs: config.crmAutomationIntervalMs });
+  registerPreCheckin(runner, { db, reservations: services.reservations });
+  const knowledgeFetcher = new GuardedFetcher({
+    allowPrivate: config.allowPrivateDestinations,
+    timeoutMs: config.knowledgeFetchTimeoutMs,
+    maxBytes: config.knowledgeFetchMaxBytes,
+    resolver: options.resolver,
+  });
+  registerKnowledgeJobs(runner, { db, blobs: services.blobs, fetcher: knowledgeFetcher });
   const dispatcher = new WebhookDispatcher(db, clock, log.child({ component: 'webhooks' }), {
     retryDelaysMs: config.webhookRetryDelaysMs,
     attemptTimeoutMs: config.webhookAttemptTimeoutMs,
@@ -79,12 +90,14 @@ export async function createRuntime(config: Config, options: { clock?: Clock; lo
       workersStarted = true;
       await scheduleMaintenance(db, clock);
       await scheduleAutomation(db, clock);
+      await schedulePreCheckin(db, clock);
       await runner.start();
       await dispatcher.start();
     },
     async close(graceMs = 10_000) {
       await app.close();
       if (workersStarted) await Promise.all([runner.stop(graceMs), dispatcher.stop(graceMs)]);
+      await knowledgeFetcher.close();
       await db.close();
     },
   };

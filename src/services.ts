@@ -12,7 +12,11 @@ import { MessagingService } from './messaging/service.js';
 import { OutboundQueue } from './messaging/outbound.js';
 import { CrmService } from './crm/service.js';
 import { FollowUpSender } from './crm/send.js';
+import { ReservationService } from './reservations/service.js';
 import { TenantService } from './tenants/service.js';
+import { KnowledgeService } from './knowledge/service.js';
+import { AssetService } from './knowledge/assets.js';
+import { createBlobStore, type BlobStore } from './knowledge/blob-store.js';
 import { WebhookService } from './webhooks/service.js';
 
 /** Everything a route, an MCP tool or a worker needs, built once per process. */
@@ -33,6 +37,10 @@ export interface Services {
   outbound: OutboundQueue;
   crm: CrmService;
   followUpSender: FollowUpSender;
+  reservations: ReservationService;
+  blobs: BlobStore;
+  knowledge: KnowledgeService;
+  knowledgeAssets: AssetService;
 }
 
 export function createServices(deps: { config: Config; db: Db; clock: Clock; keyring: Keyring; log: Logger }): Services {
@@ -42,6 +50,7 @@ export function createServices(deps: { config: Config; db: Db; clock: Clock; key
   const webhooks = new WebhookService({ db, clock, keyring, cursors, allowPrivateDestinations: config.allowPrivateDestinations });
   apiKeys.onChange((tx, change) => webhooks.onApiKeyChanged(tx, change));
   const outbound = new OutboundQueue(config.channelProvider, config.sendMaxAttempts);
+  const blobs = createBlobStore(config.dataDir);
   return {
     ...deps,
     cursors,
@@ -55,5 +64,9 @@ export function createServices(deps: { config: Config; db: Db; clock: Clock; key
     outbound,
     crm: new CrmService(db, clock, cursors),
     followUpSender: new FollowUpSender(db, clock, outbound, log.child({ component: 'crm' })),
+    reservations: new ReservationService({ db, clock, cursors, outbound, log, preCheckinDays: config.lifecyclePreCheckinDays }),
+    blobs,
+    knowledge: new KnowledgeService(db, clock, cursors, blobs, config.allowPrivateDestinations),
+    knowledgeAssets: new AssetService(db, clock, blobs, keyring.signingKey),
   };
 }

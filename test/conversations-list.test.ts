@@ -204,7 +204,7 @@ describe('GET /conversations', () => {
 
     const next = first!.nextCursor!;
     assert.ok(next.length <= 400);
-    for (const query of [{ contactQuery: 'guest' }, { channel: 'whatsapp' }]) {
+    for (const query of [{ contactQuery: 'guest' }, { channel: 'whatsapp' }] as Array<Record<string, string>>) {
       const res = await app.api(tenant.key, 'GET', `/conversations${qs({ limit: 2, cursor: next, ...query })}`);
       assert.equal(res.statusCode, 400, JSON.stringify(query));
       assert.equal(res.json().error.code, 'M2M_INVALID_CURSOR');

@@ -9,6 +9,8 @@ import { TestEventBody } from '../webhooks/schema.js';
 import { conversationAdminRoutes } from '../conversations/admin-routes.js';
 import { messagingAdminRoutes } from '../messaging/admin-routes.js';
 import { crmAdminRoutes } from '../crm/admin-routes.js';
+import { knowledgeAdminRoutes } from '../knowledge/admin-routes.js';
+import { reservationAdminRoutes } from '../reservations/admin-routes.js';
 
 const Id = Type.String({ minLength: 1, maxLength: 128 });
 const TenantParams = Type.Object({ tenantId: Id }, Strict);
@@ -23,6 +25,8 @@ export function adminRoutes(services: Services) {
     await app.register(conversationAdminRoutes(services));
     await app.register(messagingAdminRoutes(services));
     await app.register(crmAdminRoutes(services));
+    await app.register(knowledgeAdminRoutes(services));
+    await app.register(reservationAdminRoutes(services));
 
     app.post('/tenants', {
       schema: { ...hide, body: Type.Object({ name: Name, timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })) }, Strict) },

@@ -27,7 +27,7 @@ export async function ensureContact(tx: Tx, tenantId: string, input: ContactInpu
   let phone: string | undefined;
   if (input.phone !== undefined) {
     phone = normalizePhone(input.phone);
-    if (!phone) throw invalid('body.contact.phone', 'must be a valid international phone number such as +5215512345678');
+    if (!phone) throw invalid('body.contact.phone', 'must be a valid international phone number such as +525512345678');
   }
   if (!phone && !input.handle) throw invalid('body.contact', 'needs a phone or a handle');
   const find = () => (phone ? conversationRepo.findContactByPhone(tx, tenantId, phone) : conversationRepo.findContactByHandle(tx, tenantId, input.handle!));

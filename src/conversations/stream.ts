@@ -14,8 +14,9 @@ const POLL_MS = 5_000;
  * activity id, so a client reconnecting with Last-Event-ID misses nothing.
  */
 export async function streamActivity(db: Db, tenantId: string, request: FastifyRequest, reply: FastifyReply): Promise<void> {
-  const resumeFrom = Number(request.headers['last-event-id']);
-  let lastId = Number.isSafeInteger(resumeFrom) && resumeFrom >= 0 ? resumeFrom : await conversationRepo.latestActivityId(db, tenantId);
+  const header = request.headers['last-event-id'];
+  const resumeFrom = typeof header === 'string' && /^\d+$/.test(header.trim()) ? Number(header.trim()) : NaN;
+  let lastId = Number.isSafeInteger(resumeFrom) ? resumeFrom : await conversationRepo.latestActivityId(db, tenantId);
 
   reply.hijack();
   const res = reply.raw;

@@ -41,7 +41,9 @@ export class FollowUpSender {
         status: 202,
         body: await accept(tx),
       }));
-      if (result.replayed) return { body: result.body, replayed: true };
+      // The stored body is the acceptance (status sending); finish it the same way, so a replay answers
+      // what the first request answered (the completed record, or crmStatusUpdateFailed if still failing).
+      if (result.replayed) return { body: await this.complete(tenantId, followUpId, result.body), replayed: true };
       accepted = { body: result.body, replayed: false };
     } else {
       accepted = { body: await this.db.transaction(accept), replayed: false };

@@ -26,7 +26,7 @@ export const IdempotencyHeaders = Type.Object({ 'idempotency-key': Type.String({
 export const StartBody = Type.Object(
   {
     channelId: Type.String({ minLength: 1, maxLength: 120 }),
-    recipientPhone: Type.String({ pattern: '^\\+[1-9][0-9]{6,14}$', description: 'E.164, e.g. +5215512345678' }),
+    recipientPhone: Type.String({ pattern: '^\\+[1-9][0-9]{6,14}$', description: 'E.164, e.g. +525512345678' }),
     locale: Locale,
     messageText: Type.String({ minLength: 1, maxLength: 1024 }),
     contactName: Type.Optional(Type.String({ minLength: 1, maxLength: 160 })),

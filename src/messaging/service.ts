@@ -4,6 +4,7 @@ import type { Principal } from '../auth/keys.js';
 import { channelRepo } from '../channels/repo.js';
 import { startReadinessView } from '../channels/service.js';
 import { ensureContact, ensureConversation } from '../conversations/inbox.js';
+import { normalizePhone } from '../conversations/phone.js';
 import { conversationRepo } from '../conversations/repo.js';
 import { DomainError, conflict, invalid, notFound } from '../errors.js';
 import { runIdempotent } from '../http/idempotency.js';
@@ -52,6 +53,8 @@ export class MessagingService {
    * send job and events in one transaction. Replays the stored 202 for a repeated Idempotency-Key.
    */
   async start(principal: Principal, idempotencyKey: string, input: StartInput) {
+    // The schema checks the E.164 shape; this checks that the number exists (and names the right field).
+    if (!normalizePhone(input.recipientPhone)) throw invalid('body.recipientPhone', 'must be a valid phone number in E.164 form, such as +525512345678');
     return runIdempotent<StartResult>(this.db, this.clock, { tenantId: principal.tenantId, operation: 'conversations.start', key: idempotencyKey, request: input }, async (tx) => {
       const tenantId = principal.tenantId;
       const channel = await this.whatsappChannel(tx, tenantId, input.channelId);

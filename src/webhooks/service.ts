@@ -202,6 +202,8 @@ export class WebhookService {
   }
 
   async getDelivery(principal: Principal, subscriptionId: string, deliveryId: string) {
+    // Like the list: a deleted (or foreign) subscription has no readable deliveries.
+    await this.require(this.deps.db, principal.tenantId, subscriptionId);
     const row = await deliveryRepo.get(this.deps.db, principal.tenantId, subscriptionId, deliveryId);
     if (!row) throw notFound('webhook delivery');
     return { delivery: deliveryView(row) };

@@ -51,7 +51,13 @@ export class WhatsAppCloudProvider implements ChannelProvider {
     }
     const text = await response.body.text().catch(() => '');
     if (response.statusCode >= 200 && response.statusCode < 300) {
-      const id = (JSON.parse(text) as { messages?: Array<{ id?: string }> }).messages?.[0]?.id;
+      // A 2xx means the message may be out: never retry it, even when the body is unusable.
+      let id: string | undefined;
+      try {
+        id = (JSON.parse(text) as { messages?: Array<{ id?: string }> } | null)?.messages?.[0]?.id;
+      } catch {
+        // not JSON: handled as a missing id below
+      }
       if (!id) throw new ProviderError('provider_bad_response', 'the provider accepted the message without an id', false);
       return { providerMessageId: id };
     }

@@ -1,0 +1,197 @@
+/**
+ * `npm run bench -- [--only api|webhooks] [--db pglite|postgres|both] [--quick]`
+ * Runs the scenarios against the real server in child processes on 127.0.0.1, prints tables and writes
+ * .bench/results.json. See bench/README.md for what each figure means.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { runApi, type ApiResult, type Timing } from './api.js';
+import { CpuMeter, OUT_DIR, fmt, log, parseArgs, printTable, round, sleep, type DbKind } from './lib.js';
+import { dbLabel, detectPostgres, dropSchemas, killAllChildren, stopAllChildren } from './procs.js';
+import { printTargets, targets } from './report.js';
+import { runWebhooks, type WebhookPlan, type WebhookResult } from './webhooks.js';
+
+function redact(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return '(unparseable url)';
+  }
+}
+
+function webhookPlan(db: DbKind, quick: boolean): WebhookPlan {
+  if (db === 'postgres') return quick ? { pending: 20_000, drainCapS: 60, rate: 1_000, latencyS: 3 } : { pending: 100_000, drainCapS: 150, rate: 1_000, latencyS: 10 };
+  return quick ? { pending: 2_000, drainCapS: 60, rate: 200, latencyS: 3 } : { pending: 10_000, drainCapS: 130, rate: 200, latencyS: 10 };
+}
+
+function printApi(results: ApiResult[]): void {
+  if (results.length === 0) return;
+  const rows: string[][] = [];
+  for (const r of results) {
+    const add = (what: string, load: ApiResult['route'], ratio?: number) =>
+      rows.push([
+        dbLabel(r.db),
+        what,
+        String(load.connections),
+        fmt(load.rps),
+        `${load.p50Ms} ms`,
+        `${load.p99Ms} ms`,
+        fmt(load.non2xx),
+        fmt(load.errors + load.timeouts),
+        ratio === undefined ? '' : `${fmt(ratio, 3)}×`,
+        `${fmt(load.cpuPct.server)} / ${fmt(load.cpuPct.bench)} / ${fmt(load.cpuPct.postgres)} / ${fmt(load.cpuPct.other)}`,
+      ]);
+    add('real route', r.route);
+    add('real route (CPU-bound, 1 conn)', r.routeSingle);
+    add('bare node:http, pre-serialised', r.bare, r.ratioVsBare);
+    add('bare node:http, stringify(parse())', r.bareStringify, r.ratioVsBareStringify);
+  }
+  const bytes = results.map((r) => `${dbLabel(r.db)} ${fmt(r.responseBytes)} B`).join(', ');
+  printTable(
+    `Scenario 1 — GET /m2m/v1/webhooks/{id}/deliveries?limit=50 (50 rows; ${bytes}) — "real/bare" = real route req/s ÷ this row's req/s`,
+    ['database', 'target', 'conns', 'req/s', 'p50', 'p99', 'non-2xx', 'errors', 'real/bare', 'CPU % server/bench/pg/other'],
+    rows,
+  );
+}
+
+function printWebhooks(results: WebhookResult[]): void {
+  if (results.length === 0) return;
+  const col = (f: (r: WebhookResult) => string) => results.map(f);
+  const headers = ['', ...results.map((r) => dbLabel(r.db))];
+  const cpu = (x: Record<string, number>) => `${fmt(x.worker ?? x.server)} / ${fmt(x.receiver)} / ${fmt(x.bench)} / ${fmt(x.postgres)} / ${fmt(x.other)} %`;
+  const rss = (x: { startMb: number; maxMb: number; endMb: number }) => `${fmt(x.startMb, 1)} / ${fmt(x.maxMb, 1)} / ${fmt(x.endMb, 1)} MB`;
+  printTable('Scenario 2a — drain of pending deliveries (worker started on a full queue)', headers, [
+    ['pending deliveries seeded', ...col((r) => fmt(r.drain.pending))],
+    ['seed time (direct SQL)', ...col((r) => `${fmt(r.drain.seedSeconds, 1)} s`)],
+    ['api RSS before seed → with pending', ...col((r) => `${fmt(r.drain.apiRssBeforeSeedMb, 1)} → ${fmt(r.drain.apiRssPendingMb, 1)} MB`)],
+    ['received (unique) / duplicates', ...col((r) => `${fmt(r.drain.received)} / ${fmt(r.drain.duplicates)}${r.drain.complete ? '' : ' INCOMPLETE'}`)],
+    ['first→last arrival', ...col((r) => `${fmt(r.drain.drainSeconds, 2)} s`)],
+    ['deliveries/s', ...col((r) => fmt(r.drain.deliveriesPerSec))],
+    ['worker spawn→last arrival', ...col((r) => `${fmt(r.drain.wallSeconds, 2)} s`)],
+    ['worker RSS start / max / end', ...col((r) => rss(r.drain.workerRss))],
+    ['row updates per delivery (PostgreSQL stats)', ...col((r) => fmt(r.drain.rowUpdatesPerDelivery, 1))],
+    ['CPU % worker / receiver / bench / pg / other', ...col((r) => cpu(r.drain.cpuPct))],
+  ]);
+  printTable('Scenario 2b — commit-to-receipt latency at a fixed emit rate (queue empty, worker running)', headers, [
+    ['target emit rate × duration', ...col((r) => `${fmt(r.latency.targetRate)}/s × ${r.latency.seconds} s`)],
+    [
+      'emitted (201) / attempted / failed',
+      ...col((r) => {
+        const reasons = Object.entries(r.latency.emitFailureReasons).map(([why, n]) => `${why} ×${n}`).join(', ');
+        return `${fmt(r.latency.emitted)} / ${fmt(r.latency.attempted)} / ${fmt(r.latency.emitFailures)}${reasons ? ` (${reasons})` : ''}`;
+      }),
+    ],
+    ['emits/s achieved', ...col((r) => fmt(r.latency.emitsPerSec))],
+    ['emit response p50 / p99', ...col((r) => `${fmt(r.latency.emitP50Ms)} / ${fmt(r.latency.emitP99Ms)} ms`)],
+    ['received / missing', ...col((r) => `${fmt(r.latency.received)} / ${fmt(r.latency.missing)}`)],
+    ['deliveries/s', ...col((r) => fmt(r.latency.deliveriesPerSec))],
+    ['commit→receipt p50 / p99 / max', ...col((r) => `${fmt(r.latency.commitToReceipt.p50Ms)} / ${fmt(r.latency.commitToReceipt.p99Ms)} / ${fmt(r.latency.commitToReceipt.maxMs)} ms`)],
+    ['occurredAt→receipt p50 / p99 / max', ...col((r) => `${fmt(r.latency.occurredToReceipt.p50Ms)} / ${fmt(r.latency.occurredToReceipt.p99Ms)} / ${fmt(r.latency.occurredToReceipt.maxMs)} ms`)],
+    ['worker RSS start / max / end', ...col((r) => rss(r.latency.workerRss))],
+    ['CPU % server / receiver / bench / pg / other', ...col((r) => cpu(r.latency.cpuPct))],
+  ]);
+  const reduced = results.filter((r) => r.drain.pending < 100_000);
+  for (const r of reduced) {
+    const why = r.db === 'pglite' && r.drain.pending < 100_000
+      ? ` (PGlite drained ${fmt(r.drain.deliveriesPerSec)}/s here: 100,000 would take ~${fmt(100_000 / Math.max(1, r.drain.deliveriesPerSec) / 60, 1)} min, beyond the time budget)`
+      : ' (--quick)';
+    console.log(`note: ${dbLabel(r.db)} drain used ${fmt(r.drain.pending)} pending deliveries, not 100,000${why}.`);
+  }
+}
+
+async function main(): Promise<number> {
+  const args = parseArgs(process.argv.slice(2));
+  const startedAt = new Date();
+  const postgresUrl = args.db === 'pglite' ? undefined : await detectPostgres();
+  if (args.db === 'postgres' || args.db === 'both') {
+    if (!postgresUrl) throw new Error('PostgreSQL requested but DATABASE_URL is unset and nothing answers at the default URL');
+  }
+  const dbs: DbKind[] = args.db === 'pglite' ? ['pglite'] : args.db === 'postgres' ? ['postgres'] : args.db === 'both' || postgresUrl ? ['pglite', 'postgres'] : ['pglite'];
+  const timing: Timing = args.quick ? { warmupS: 1, measureS: 3, singleS: 2 } : { warmupS: 2, measureS: 10, singleS: 5 };
+  const loadAverageBefore = os.loadavg().map((n) => round(n, 2));
+  const idle = new CpuMeter({}, false);
+  await sleep(1_000);
+  const machineBusyBeforePct = idle.stop().machine ?? 0;
+  if (machineBusyBeforePct > 15) {
+    log(`WARNING: the machine was ${machineBusyBeforePct}% busy before the bench started (load average ${loadAverageBefore[0]}): other work will lower the figures; see the "other" CPU column`);
+  }
+  log(`bench: databases ${dbs.join(', ')}${postgresUrl ? ` (PostgreSQL at ${redact(postgresUrl)})` : ''}; scenarios ${args.only ?? 'api, webhooks'}${args.quick ? '; quick' : ''}; ${os.cpus().length} CPUs`);
+
+  const api: ApiResult[] = [];
+  const webhooks: WebhookResult[] = [];
+  const errors: Array<{ scenario: string; db: DbKind; message: string }> = [];
+  const record = async (scenario: string, db: DbKind, fn: () => Promise<void>) => {
+    try {
+      await fn();
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      errors.push({ scenario, db, message });
+      log(`FAILED ${scenario}/${db}: ${message}`);
+    }
+  };
+
+  try {
+    if (args.only !== 'webhooks') {
+      for (const db of dbs) await record('api', db, async () => void api.push(await runApi(db, postgresUrl, timing)));
+    }
+    if (args.only !== 'api') {
+      for (const db of dbs) await record('webhooks', db, async () => void webhooks.push(await runWebhooks(db, postgresUrl, webhookPlan(db, args.quick))));
+    }
+  } finally {
+    await stopAllChildren();
+    const dropped = await dropSchemas();
+    if (dropped.length > 0) log(`dropped PostgreSQL schemas ${dropped.join(', ')}`);
+  }
+
+  printApi(api);
+  printWebhooks(webhooks);
+  const checks = targets(api, webhooks, args.quick);
+  printTargets(checks);
+  for (const e of errors) console.log(`\nFAILED ${e.scenario} on ${dbLabel(e.db)}: ${e.message}`);
+
+  const finishedAt = new Date();
+  mkdirSync(OUT_DIR, { recursive: true });
+  const file = path.join(OUT_DIR, 'results.json');
+  const meta = {
+    startedAt: startedAt.toISOString(),
+    finishedAt: finishedAt.toISOString(),
+    seconds: round((finishedAt.getTime() - startedAt.getTime()) / 1000, 1),
+    node: process.version,
+    platform: `${os.platform()} ${os.release()}`,
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model,
+    machineBusyBeforePct,
+    loadAverageBefore,
+    quick: args.quick,
+    only: args.only ?? null,
+    databases: dbs,
+    postgresUrl: postgresUrl ? redact(postgresUrl) : null,
+    timing,
+  };
+  writeFileSync(file, `${JSON.stringify({ meta, api, webhooks, targets: checks, errors }, null, 2)}\n`);
+  console.log(`\nresults written to ${path.relative(process.cwd(), file)} (child logs in .bench/logs/); total ${meta.seconds} s`);
+  return errors.length > 0 ? 1 : 0;
+}
+
+let interrupted = false;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    if (interrupted) process.exit(130);
+    interrupted = true;
+    console.error(`\n${signal}: stopping children and dropping schemas…`);
+    killAllChildren();
+    void dropSchemas().finally(() => process.exit(130));
+  });
+}
+
+main()
+  .then((code) => process.exit(code))
+  .catch(async (error: unknown) => {
+    console.error('bench failed:', error instanceof Error ? error.message : error);
+    killAllChildren();
+    await dropSchemas();
+    process.exit(1);
+  });

@@ -1,0 +1,178 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { Clock } from '../clock.js';
+import type { Db, Queryable } from '../db/driver.js';
+import { conflict, invalid, notFound } from '../errors.js';
+import { newId } from '../ids.js';
+import { enqueue } from '../jobs/queue.js';
+import { hmacBase64url } from '../secrets.js';
+import { mediaTypeOf } from './assess.js';
+import type { BlobStore } from './blob-store.js';
+import { TASK_VALIDATE_ASSET, blobKey, decodeUpload, requireProperty } from './common.js';
+import { folderRepo, type FolderPatch, type FolderRow } from './folder-repo.js';
+import { sourceRepo, type CreatedBy, type SourceRow } from './repo.js';
+import { assetView, folderView } from './views.js';
+
+export interface CreateAssetInput {
+  title: string;
+  filename: string;
+  contentType: string;
+  contentBase64: string;
+  description?: string;
+  propertyId?: string;
+  folderId?: string;
+}
+
+/** Assets, asset folders and their public share links. */
+export class AssetService {
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    private readonly blobs: BlobStore,
+    private readonly signingKey: Buffer,
+  ) {}
+
+  private signature(folderId: string, version: number): string {
+    return hmacBase64url(this.signingKey, `share-folder:${folderId}:${version}`).slice(0, 32);
+  }
+
+  private query(folder: { id: string; share_token_version: number }): string {
+    return `v=${folder.share_token_version}&sig=${this.signature(folder.id, folder.share_token_version)}`;
+  }
+
+  /** The signed public link of an active folder (relative to the server root); none while inactive. */
+  sharePath(folder: FolderRow): string | undefined {
+    return folder.active ? `/share/folders/${encodeURIComponent(folder.id)}?${this.query(folder)}` : undefined;
+  }
+
+  private async folderView(db: Queryable, folder: FolderRow) {
+    const members = await sourceRepo.folderMembers(db, [folder.id]);
+    return folderView(folder, members.map((m) => m.id), this.sharePath(folder));
+  }
+
+  /** Stores the bytes, then records the asset (pending) and queues its validation in one transaction. */
+  async createAsset(tenantId: string, actor: CreatedBy, input: CreateAssetInput) {
+    const bytes = decodeUpload('body.contentBase64', input.contentBase64);
+    const id = newId('ks');
+    const key = blobKey(tenantId, id);
+    await this.blobs.put(key, bytes);
+    try {
+      await this.db.transaction(async (tx) => {
+        const now = this.clock.now();
+        let propertyId = input.propertyId ?? null;
+        if (input.folderId !== undefined) {
+          const folder = await this.requireFolder(tx, tenantId, input.folderId, true);
+          if (!folder.active) throw conflict('the folder is inactive; activate it before adding assets', { folderId: folder.id });
+          if (input.propertyId !== undefined && input.propertyId !== folder.property_id) {
+            throw invalid('body.propertyId', "must be omitted or equal the folder's propertyId: an asset takes its folder's scope");
+          }
+          propertyId = folder.property_id;
+        } else if (propertyId) await requireProperty(tx, tenantId, propertyId);
+        await sourceRepo.insert(tx, {
+          id,
+          tenantId,
+          kind: 'asset',
+          title: input.title,
+          active: true,
+          propertyId,
+          ingestStatus: 'ready',
+          file: { blobKey: key, filename: input.filename, contentType: input.contentType, size: bytes.length },
+          asset: { description: input.description || null, mediaType: mediaTypeOf(input.contentType), folderId: input.folderId ?? null },
+          createdBy: actor,
+          now,
+        });
+        await enqueue(tx, now, { task: TASK_VALIDATE_ASSET, tenantId, payload: { sourceId: id }, dedupeKey: id, maxAttempts: 5 });
+      });
+    } catch (error) {
+      await this.blobs.delete(key).catch(() => undefined);
+      throw error;
+    }
+    return assetView((await sourceRepo.get(this.db, tenantId, id))!);
+  }
+
+  private async requireFolder(db: Queryable, tenantId: string, folderId: string, lock = false): Promise<FolderRow> {
+    const folder = await folderRepo.get(db, tenantId, folderId, lock);
+    if (!folder) throw notFound('asset folder');
+    return folder;
+  }
+
+  async createFolder(tenantId: string, input: { title: string; description?: string; propertyId?: string }) {
+    const id = newId('fld');
+    return this.db.transaction(async (tx) => {
+      if (input.propertyId) await requireProperty(tx, tenantId, input.propertyId);
+      await folderRepo.insert(tx, { id, tenantId, title: input.title, description: input.description || null, propertyId: input.propertyId ?? null, now: this.clock.now() });
+      return this.folderView(tx, (await folderRepo.get(tx, tenantId, id))!);
+    });
+  }
+
+  /**
+   * Only supplied fields change. An empty description clears it; propertyId null makes the folder global;
+   * a scope change is applied to every asset in the folder; active false revokes every share link
+   * (the token version goes up, so links signed with the old one stop working for good).
+   */
+  async updateFolder(tenantId: string, folderId: string, patch: FolderPatch) {
+    return this.db.transaction(async (tx) => {
+      await this.requireFolder(tx, tenantId, folderId, true);
+      if (patch.propertyId) await requireProperty(tx, tenantId, patch.propertyId);
+      const now = this.clock.now();
+      await folderRepo.update(tx, folderId, { ...patch, description: patch.description === '' ? null : patch.description }, now);
+      if (patch.propertyId !== undefined) await sourceRepo.setFolderScope(tx, folderId, patch.propertyId, now);
+      return { folder: await this.folderView(tx, await this.requireFolder(tx, tenantId, folderId)) };
+    });
+  }
+
+  /**
+   * Moves an asset into a folder (appended to its order; the asset takes the folder's scope) or out of it
+   * (folderId null; the asset keeps the scope it has). Moving into an inactive folder is 409: it could
+   * not be shared there. The folder is locked before the asset, as folder edits do, so the two never deadlock.
+   */
+  async moveAsset(tenantId: string, sourceId: string, folderId: string | null) {
+    return this.db.transaction(async (tx) => {
+      const folder = folderId === null ? undefined : await this.requireFolder(tx, tenantId, folderId, true);
+      const asset = await sourceRepo.get(tx, tenantId, sourceId, true);
+      if (!asset || asset.kind !== 'asset') throw notFound('asset');
+      if (folder && !folder.active) throw conflict('the folder is inactive; activate it before moving assets into it', { folderId: folder.id });
+      if (asset.folder_id !== (folder?.id ?? null)) {
+        await sourceRepo.moveToFolder(tx, asset.id, folder ? { id: folder.id, propertyId: folder.property_id } : null, this.clock.now());
+      }
+      return { asset: assetView((await sourceRepo.get(tx, tenantId, sourceId))!) };
+    });
+  }
+
+  /** The folder a share link names, or 404 when the signature, the version or the folder's state does not hold. */
+  private async sharedFolder(folderId: string, version: number, sig: string): Promise<FolderRow> {
+    const expected = Buffer.from(this.signature(folderId, version));
+    const given = Buffer.from(sig);
+    const folder = expected.length === given.length && timingSafeEqual(expected, given) ? await folderRepo.getById(this.db, folderId) : undefined;
+    if (!folder || !folder.active || folder.share_token_version !== version) throw notFound('shared folder');
+    return folder;
+  }
+
+  /** What a share link shows: the folder and its ready, active assets in folder order, each with a link to its bytes. */
+  async shareListing(folderId: string, version: number, sig: string) {
+    const folder = await this.sharedFolder(folderId, version, sig);
+    const assets = await sourceRepo.sharedAssets(this.db, folder.id);
+    const query = this.query(folder);
+    return {
+      folder: { folderId: folder.id, title: folder.title, description: folder.description ?? undefined, assetCount: assets.length },
+      assets: assets.map((a) => ({
+        sourceId: a.id,
+        title: a.title ?? '',
+        description: a.description ?? undefined,
+        mediaType: a.media_type ?? mediaTypeOf(a.detected_content_type ?? ''),
+        contentType: a.detected_content_type ?? a.file_content_type ?? 'application/octet-stream',
+        filename: a.file_name ?? a.id,
+        sizeBytes: a.file_size ?? 0,
+        url: `/share/folders/${encodeURIComponent(folder.id)}/assets/${encodeURIComponent(a.id)}?${query}`,
+      })),
+    };
+  }
+
+  /** The bytes of one shared asset, typed as validation found them. */
+  async sharedAsset(folderId: string, sourceId: string, version: number, sig: string): Promise<{ row: SourceRow; bytes: Buffer }> {
+    const folder = await this.sharedFolder(folderId, version, sig);
+    const row = (await sourceRepo.sharedAssets(this.db, folder.id)).find((a) => a.id === sourceId);
+    const bytes = row?.blob_key ? await this.blobs.get(row.blob_key) : undefined;
+    if (!row || !bytes) throw notFound('shared asset');
+    return { row, bytes };
+  }
+}

@@ -1,0 +1,77 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+
+/**
+ * Where uploaded bytes (assets and file sources) live; the database keeps only the key. Keys are
+ * `<tenantId>/<sourceId>`: written once, never changed, deleted with their source.
+ */
+export interface BlobStore {
+  readonly kind: 'filesystem' | 'memory';
+  put(key: string, bytes: Buffer): Promise<void>;
+  /** The bytes, or undefined when nothing is stored under the key. */
+  get(key: string): Promise<Buffer | undefined>;
+  delete(key: string): Promise<void>;
+}
+
+const KEY = /^[A-Za-z0-9_-]{1,128}(\/[A-Za-z0-9_-]{1,128}){0,3}$/;
+
+function checkKey(key: string): string {
+  if (!KEY.test(key)) throw new Error(`invalid blob key "${key}"`);
+  return key;
+}
+
+/** Files under `<DATA_DIR>/blobs`, written to a temporary name and renamed, so a reader never sees half a file. */
+export class FsBlobStore implements BlobStore {
+  readonly kind = 'filesystem' as const;
+  constructor(private readonly root: string) {}
+
+  private file(key: string): string {
+    return path.join(this.root, ...checkKey(key).split('/'));
+  }
+
+  async put(key: string, bytes: Buffer): Promise<void> {
+    const file = this.file(key);
+    await mkdir(path.dirname(file), { recursive: true });
+    const temp = `${file}.${randomBytes(6).toString('hex')}.tmp`;
+    await writeFile(temp, bytes);
+    await rename(temp, file);
+  }
+
+  async get(key: string): Promise<Buffer | undefined> {
+    try {
+      return await readFile(this.file(key));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw error;
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    await rm(this.file(key), { force: true });
+  }
+}
+
+/** In-process bytes, for `DATA_DIR=memory://` (tests, throwaway runs): gone when the process ends, like the database. */
+export class MemoryBlobStore implements BlobStore {
+  readonly kind = 'memory' as const;
+  private readonly blobs = new Map<string, Buffer>();
+
+  async put(key: string, bytes: Buffer): Promise<void> {
+    this.blobs.set(checkKey(key), Buffer.from(bytes));
+  }
+
+  async get(key: string): Promise<Buffer | undefined> {
+    return this.blobs.get(checkKey(key));
+  }
+
+  async delete(key: string): Promise<void> {
+    this.blobs.delete(checkKey(key));
+  }
+}
+
+/** The filesystem store under DATA_DIR, or the in-memory one when DATA_DIR is memory://. */
+export function createBlobStore(dataDir: string): BlobStore {
+  if (dataDir.startsWith('memory://')) return new MemoryBlobStore();
+  return new FsBlobStore(path.resolve(dataDir, 'blobs'));
+}

@@ -1,0 +1,173 @@
+import { isIP, isIPv6, type LookupFunction } from 'node:net';
+import { Agent, buildConnector, request } from 'undici';
+import { BlockedDestinationError, isPublicIPv4, resolvePublicIPv4, validateWebhookUrl, type Resolver } from '../webhooks/ssrf.js';
+
+export type FetchFailureCode = 'invalid_url' | 'blocked_destination' | 'http_status' | 'redirect' | 'too_large' | 'timeout' | 'connection';
+
+/** A failed fetch; `permanent` ones are not worth retrying (blocked, 4xx, too large, bad redirects). */
+export class FetchFailure extends Error {
+  constructor(
+    readonly code: FetchFailureCode,
+    message: string,
+    readonly permanent: boolean,
+  ) {
+    super(message);
+    this.name = 'FetchFailure';
+  }
+}
+
+export interface GuardedFetchOptions {
+  allowPrivate: boolean;
+  timeoutMs: number;
+  maxBytes: number;
+  resolver?: Resolver;
+  maxRedirects?: number;
+  userAgent?: string;
+}
+
+export interface Fetched {
+  /** The URL that answered (after redirects). */
+  url: string;
+  status: number;
+  contentType: string | undefined;
+  body: Buffer;
+}
+
+/**
+ * The same SSRF rules as webhook delivery (src/webhooks/ssrf.ts): the host is resolved on every new
+ * connection and only approved public IPv4 addresses are dialled, and the socket's peer is checked again
+ * after connecting. (webhooks/http-client.ts keeps its connector private; this is the same construction.)
+ */
+function guardedConnector(opts: GuardedFetchOptions): buildConnector.connector {
+  const lookup: LookupFunction = (hostname, options, callback) => {
+    resolvePublicIPv4(hostname, { allowPrivate: opts.allowPrivate, resolver: opts.resolver }).then(
+      (addresses) => {
+        const wanted = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : (options.family ?? 0);
+        const answers = addresses.map((address) => ({ address, family: isIP(address) })).filter((a) => wanted === 0 || a.family === wanted);
+        if (answers.length === 0) {
+          const err: NodeJS.ErrnoException = new Error(`no usable address for ${hostname}`);
+          err.code = 'ENOTFOUND';
+          callback(err, '');
+        } else if (options.all) callback(null, answers);
+        else callback(null, answers[0].address, answers[0].family);
+      },
+      (err: NodeJS.ErrnoException) => callback(err, ''),
+    );
+  };
+  const connect = buildConnector({ timeout: opts.timeoutMs, lookup });
+  if (opts.allowPrivate) return connect;
+  return (options, callback) => {
+    const literal = options.hostname;
+    if (isIP(literal) !== 0 && (isIPv6(literal) || !isPublicIPv4(literal))) {
+      process.nextTick(() => callback(new BlockedDestinationError(`destination ${literal} is not a public address`), null));
+      return;
+    }
+    connect(options, (err, socket) => {
+      if (err !== null) return callback(err, null);
+      const remote = socket.remoteAddress;
+      if (remote === undefined || !isPublicIPv4(remote)) {
+        socket.destroy();
+        return callback(new BlockedDestinationError(`connection to ${options.hostname} reached non-public address ${remote ?? 'unknown'}`), null);
+      }
+      callback(null, socket);
+    });
+  };
+}
+
+function chain(err: unknown): Array<{ code?: unknown; name?: unknown; cause?: unknown }> {
+  const out: Array<{ code?: unknown; name?: unknown; cause?: unknown }> = [];
+  let current: unknown = err;
+  while (typeof current === 'object' && current !== null && out.length < 8) {
+    const e = current as { code?: unknown; name?: unknown; cause?: unknown; errors?: unknown };
+    out.push(e);
+    current = e.cause ?? (Array.isArray(e.errors) ? e.errors[0] : undefined);
+  }
+  return out;
+}
+
+/** Checks a URL against the destination rules (https on 443 and a public host unless private destinations are allowed). */
+export function checkFetchUrl(raw: string, allowPrivate: boolean): URL {
+  let candidate: string;
+  try {
+    const parsed = new URL(raw);
+    parsed.hash = '';
+    candidate = parsed.toString();
+  } catch {
+    throw new FetchFailure('invalid_url', 'url must be a valid absolute URL', true);
+  }
+  const checked = validateWebhookUrl(candidate, { allowPrivate });
+  if (!checked.ok) throw new FetchFailure('invalid_url', checked.reason, true);
+  return checked.url;
+}
+
+/** GET through the SSRF guard: redirects followed by hand (each hop checked), a deadline and a body size cap. */
+export class GuardedFetcher {
+  private readonly agent: Agent;
+
+  constructor(private readonly opts: GuardedFetchOptions) {
+    this.agent = new Agent({ connect: guardedConnector(opts), headersTimeout: opts.timeoutMs, bodyTimeout: opts.timeoutMs, connections: 16 });
+  }
+
+  async get(url: string, signal?: AbortSignal): Promise<Fetched> {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), this.opts.timeoutMs);
+    const onAbort = () => controller.abort();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      let target = checkFetchUrl(url, this.opts.allowPrivate);
+      for (let hop = 0; ; hop += 1) {
+        const res = await request(target, {
+          dispatcher: this.agent,
+          method: 'GET',
+          headers: {
+            'user-agent': this.opts.userAgent ?? 'm2m-knowledge/1.0',
+            accept: 'text/html,application/xhtml+xml,text/markdown,text/plain;q=0.9,application/pdf;q=0.8,*/*;q=0.5',
+            'accept-encoding': 'identity',
+          },
+          signal: controller.signal,
+        });
+        if (res.statusCode >= 300 && res.statusCode < 400 && res.headers.location) {
+          res.body.on('error', () => undefined).destroy();
+          if (hop >= (this.opts.maxRedirects ?? 5)) throw new FetchFailure('redirect', 'too many redirects', true);
+          const location = Array.isArray(res.headers.location) ? res.headers.location[0] : res.headers.location;
+          target = checkFetchUrl(new URL(location, target).toString(), this.opts.allowPrivate);
+          continue;
+        }
+        if (res.statusCode < 200 || res.statusCode >= 300) {
+          res.body.on('error', () => undefined).destroy();
+          const transient = res.statusCode >= 500 || res.statusCode === 429 || res.statusCode === 408;
+          throw new FetchFailure('http_status', `HTTP ${res.statusCode} from ${target.host}`, !transient);
+        }
+        const chunks: Buffer[] = [];
+        let size = 0;
+        for await (const chunk of res.body) {
+          size += (chunk as Buffer).length;
+          if (size > this.opts.maxBytes) {
+            res.body.on('error', () => undefined).destroy();
+            throw new FetchFailure('too_large', `the page is larger than ${this.opts.maxBytes} bytes`, true);
+          }
+          chunks.push(chunk as Buffer);
+        }
+        const type = res.headers['content-type'];
+        return { url: target.toString(), status: res.statusCode, contentType: Array.isArray(type) ? type[0] : type, body: Buffer.concat(chunks) };
+      }
+    } catch (error) {
+      if (error instanceof FetchFailure) throw error;
+      const errors = chain(error);
+      if (errors.some((e) => e instanceof BlockedDestinationError || e.code === 'BLOCKED_DESTINATION')) {
+        const blocked = errors.find((e) => e instanceof BlockedDestinationError) as Error | undefined;
+        throw new FetchFailure('blocked_destination', blocked?.message ?? 'destination is not allowed', true);
+      }
+      if (controller.signal.aborted) throw new FetchFailure('timeout', `no complete answer within ${this.opts.timeoutMs} ms`, false);
+      const code = errors.map((e) => (typeof e.code === 'string' ? e.code : '')).find(Boolean);
+      throw new FetchFailure('connection', `${code || 'connection error'}: ${error instanceof Error ? error.message : String(error)}`.slice(0, 300), false);
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.agent.close();
+  }
+}

@@ -1,0 +1,164 @@
+import type { Clock } from '../clock.js';
+import type { Db } from '../db/driver.js';
+import { DomainError, invalid } from '../errors.js';
+import type { Cursors } from '../http/cursor.js';
+import { newId } from '../ids.js';
+import { enqueue } from '../jobs/queue.js';
+import type { BlobStore } from './blob-store.js';
+import { previewOf } from './chunker.js';
+import { TASK_INGEST, blobKey, containsPattern, decodeUpload, requireProperty, resolveScope } from './common.js';
+import { FetchFailure, checkFetchUrl } from './fetch.js';
+import { sourceRepo, type CreatedBy, type InventoryFilter, type SourceKind, type SourceRow } from './repo.js';
+import { sourceView, websiteView } from './views.js';
+import { websiteRepo, type PageRow } from './website-repo.js';
+
+export interface CreateSourceInput {
+  sourceType: 'text' | 'file' | 'url';
+  title: string;
+  text?: string;
+  url?: string;
+  file?: { filename: string; contentType: string; contentBase64: string };
+  active?: boolean;
+  scope?: 'global' | 'property';
+  propertyId?: string;
+}
+
+export interface ItemsQuery {
+  limit?: number;
+  cursor?: string;
+  status?: 'all' | 'active' | 'inactive';
+  sourceType?: 'text' | 'file' | 'url' | 'website';
+  query?: string;
+  propertyFilter?: string;
+}
+
+const KINDS: Record<NonNullable<ItemsQuery['sourceType']>, SourceKind[]> = {
+  text: ['text'],
+  file: ['file', 'asset'],
+  url: ['url'],
+  website: ['website'],
+};
+
+/** Which of text / url / file a source type takes; the others must be absent. */
+const CONTENT_FIELD = { text: 'text', url: 'url', file: 'file' } as const;
+
+/** Knowledge sources and the inventory. Ingestion itself runs as a job (ingest.ts). */
+export class KnowledgeService {
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    private readonly cursors: Cursors,
+    private readonly blobs: BlobStore,
+    private readonly allowPrivateDestinations: boolean,
+  ) {}
+
+  /** Creates a text, url or file source (inactive when `active` is false) and queues its ingestion in the same transaction. */
+  async createSource(tenantId: string, actor: CreatedBy, input: CreateSourceInput) {
+    const field = CONTENT_FIELD[input.sourceType];
+    if (input[field] === undefined) throw invalid(`body.${field}`, `is required when sourceType is ${input.sourceType}`);
+    for (const other of Object.values(CONTENT_FIELD)) {
+      if (other !== field && input[other] !== undefined) throw invalid(`body.${other}`, `must be absent when sourceType is ${input.sourceType}`);
+    }
+    const propertyId = resolveScope(input);
+    let url: string | undefined;
+    if (input.url !== undefined) {
+      try {
+        url = checkFetchUrl(input.url.trim(), this.allowPrivateDestinations).toString();
+      } catch (error) {
+        throw invalid('body.url', error instanceof FetchFailure ? error.message : 'must be a valid URL');
+      }
+    }
+    const bytes = input.file ? decodeUpload('body.file.contentBase64', input.file.contentBase64) : undefined;
+    const id = newId('ks');
+    const key = blobKey(tenantId, id);
+    if (propertyId) await requireProperty(this.db, tenantId, propertyId);
+    if (bytes) await this.blobs.put(key, bytes);
+    try {
+      await this.db.transaction(async (tx) => {
+        const now = this.clock.now();
+        if (propertyId) await requireProperty(tx, tenantId, propertyId);
+        await sourceRepo.insert(tx, {
+          id,
+          tenantId,
+          kind: input.sourceType,
+          title: input.title,
+          text: input.text ?? null,
+          url: url ?? null,
+          active: input.active ?? true,
+          propertyId,
+          preview: input.text !== undefined ? previewOf(input.text) : null,
+          ingestStatus: 'pending',
+          file: input.file && bytes ? { blobKey: key, filename: input.file.filename, contentType: input.file.contentType, size: bytes.length } : undefined,
+          createdBy: actor,
+          now,
+        });
+        await enqueue(tx, now, { task: TASK_INGEST, tenantId, payload: { sourceId: id }, dedupeKey: id, maxAttempts: 5 });
+      });
+    } catch (error) {
+      // Nothing half-written: the bytes go when their row did not make it.
+      if (bytes) await this.blobs.delete(key).catch(() => undefined);
+      throw error;
+    }
+    return sourceView((await sourceRepo.get(this.db, tenantId, id))!);
+  }
+
+  /**
+   * The inventory: sources, assets (as file sources) and one item per managed website, newest first.
+   * The cursor is bound to the tenant and every filter; the keyset (createdAt, id) keeps pages stable
+   * while items are added (new items sort before the cursor, so nothing repeats or is skipped).
+   */
+  async listItems(tenantId: string, query: ItemsQuery) {
+    const status = query.status ?? 'all';
+    const propertyFilter = query.propertyFilter;
+    if (propertyFilter !== undefined && propertyFilter !== 'global') await requireProperty(this.db, tenantId, propertyFilter);
+    const binding = { tenantId, status, sourceType: query.sourceType ?? null, query: query.query ?? null, propertyFilter: propertyFilter ?? null };
+    const after = query.cursor ? this.position(this.cursors.decode<unknown>('knowledge-items', binding, query.cursor)) : undefined;
+    const filter: InventoryFilter = {
+      tenantId,
+      kinds: query.sourceType ? KINDS[query.sourceType] : undefined,
+      active: status === 'all' ? undefined : status === 'active',
+      propertyId: propertyFilter === undefined ? undefined : propertyFilter === 'global' ? null : propertyFilter,
+      pattern: query.query ? containsPattern(query.query) : undefined,
+    };
+    const limit = query.limit ?? 50;
+    const rows = await sourceRepo.inventory(this.db, filter, { limit: limit + 1, after });
+    const page = rows.slice(0, limit);
+    const items = await this.items(tenantId, page);
+    const last = page[page.length - 1];
+    return {
+      items,
+      ...(rows.length > limit && last ? { nextCursor: this.cursors.encode('knowledge-items', binding, { at: last.created_key, id: last.id }) } : {}),
+    };
+  }
+
+  private position(value: unknown): { at: string; id: string } {
+    const p = value as { at?: unknown; id?: unknown } | null;
+    if (!p || typeof p.at !== 'string' || typeof p.id !== 'string' || Number.isNaN(Date.parse(p.at))) {
+      throw new DomainError('M2M_INVALID_CURSOR', 'cursor is invalid; copy nextCursor from the previous response and keep the same filters');
+    }
+    return { at: p.at, id: p.id };
+  }
+
+  private async items(tenantId: string, page: SourceRow[]) {
+    const websiteRows = page.filter((row) => row.kind === 'website');
+    const websites = await websiteRepo.bySourceIds(this.db, tenantId, websiteRows.map((row) => row.id));
+    const bySource = new Map(websites.map((w) => [w.source_id, w]));
+    const pages = await websiteRepo.currentPages(this.db, websites.map((w) => w.id));
+    const pagesOf = new Map<string, PageRow[]>();
+    for (const p of pages) {
+      const list = pagesOf.get(p.website_id);
+      if (list) list.push(p);
+      else pagesOf.set(p.website_id, [p]);
+    }
+    const items = [];
+    for (const row of page) {
+      if (row.kind !== 'website') {
+        items.push(sourceView(row));
+        continue;
+      }
+      const website = bySource.get(row.id);
+      if (website) items.push(websiteView(row, website, pagesOf.get(website.id) ?? []));
+    }
+    return items;
+  }
+}

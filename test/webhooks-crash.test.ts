@@ -1,0 +1,201 @@
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { Agent, request } from 'undici';
+import { eventually } from './helpers/app.js';
+import { startReceiver } from './helpers/receiver.js';
+import { sharedDatabase } from './helpers/shared-db.js';
+import { FULL_WEBHOOK_SCOPES, gate } from './fixtures/webhooks.js';
+
+// The real server (`src/main.ts`) in a child process is SIGKILLed in the middle of a burst of deliveries and
+// started again on the same database: every emitted event still reaches the receiver (at least once).
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const ADMIN_TOKEN = 'crash-test-admin-token';
+const EVENTS = 200;
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** One run of the server process, with its own HTTP connection pool (a killed server leaves dead sockets). */
+class ServerProcess {
+  readonly child: ChildProcess;
+  readonly agent = new Agent({ keepAliveTimeout: 1_000, connections: 16 });
+  output = '';
+
+  constructor(env: NodeJS.ProcessEnv, readonly base: string) {
+    this.child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const keep = (chunk: Buffer) => {
+      this.output = (this.output + chunk.toString()).slice(-20_000);
+    };
+    this.child.stdout?.on('data', keep);
+    this.child.stderr?.on('data', keep);
+  }
+
+  get exited(): boolean {
+    return this.child.exitCode !== null || this.child.signalCode !== null;
+  }
+
+  async call<T = Record<string, unknown>>(method: string, path: string, body?: unknown, token = ADMIN_TOKEN): Promise<{ status: number; body: T }> {
+    const response = await request(`${this.base}${path}`, {
+      method: method as 'GET',
+      dispatcher: this.agent,
+      headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+    const text = await response.body.text();
+    return { status: response.statusCode, body: (text ? JSON.parse(text) : {}) as T };
+  }
+
+  /** Like call, but the status must be 2xx. */
+  async ok<T = Record<string, unknown>>(method: string, path: string, body?: unknown, token = ADMIN_TOKEN): Promise<T> {
+    const response = await this.call<T>(method, path, body, token);
+    assert.ok(response.status >= 200 && response.status < 300, `${method} ${path} → ${response.status} ${JSON.stringify(response.body)}`);
+    return response.body;
+  }
+
+  async ready(): Promise<void> {
+    await eventually(
+      async () => {
+        if (this.exited) throw new Error(`server exited early (${this.child.exitCode ?? this.child.signalCode}):\n${this.output}`);
+        try {
+          return (await this.call('GET', '/readyz')).status === 200;
+        } catch {
+          return false; // not listening yet
+        }
+      },
+      60_000,
+      'the server to be ready',
+    );
+  }
+
+  async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    if (!this.exited) {
+      const exited = new Promise((resolve) => this.child.once('exit', resolve));
+      this.child.kill(signal);
+      await exited;
+    }
+    await this.agent.destroy().catch(() => undefined);
+  }
+}
+
+describe('webhook delivery survives a server crash', () => {
+  let database: Awaited<ReturnType<typeof sharedDatabase>>;
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  const servers: ServerProcess[] = [];
+  const emittedAll = gate();
+  const timers = new Set<NodeJS.Timeout>();
+  let env: NodeJS.ProcessEnv;
+  let base: string;
+
+  before(async () => {
+    database = await sharedDatabase();
+    // Requests wait until the whole burst is emitted, then each is answered after 50 ms.
+    receiver = await startReceiver((_req, res) => {
+      void emittedAll.wait().then(() => {
+        const timer = setTimeout(() => {
+          timers.delete(timer);
+          res.writeHead(200).end('ok');
+        }, 50);
+        timers.add(timer);
+      });
+    });
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    const inherited = { ...process.env };
+    for (const name of ['DATABASE_URL', 'DATABASE_SCHEMA', 'DATA_DIR', 'NODE_TEST_CONTEXT', 'SECRET_KEY']) delete inherited[name];
+    env = {
+      ...inherited,
+      ...database.env,
+      ADMIN_TOKEN,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      UNSAFE_ALLOW_PRIVATE_DESTINATIONS: 'true',
+      LOG_LEVEL: 'warn',
+      JOB_POLL_INTERVAL_MS: '100',
+      WEBHOOK_ATTEMPT_TIMEOUT_MS: '2000',
+      WEBHOOK_RETRY_DELAYS_MS: '50,50,50,50,50,50',
+      // Two concurrent attempts at the receiver keep the burst in progress long enough to kill the server in it.
+      WEBHOOK_MAX_IN_FLIGHT_PER_HOST: '2',
+    };
+  });
+
+  after(async () => {
+    emittedAll.open();
+    await Promise.all(servers.map((server) => server.kill('SIGKILL')));
+    for (const timer of timers) clearTimeout(timer);
+    await receiver?.close();
+    await database?.drop();
+  });
+
+  function startServer(): ServerProcess {
+    const server = new ServerProcess(env, base);
+    servers.push(server);
+    return server;
+  }
+
+  test('SIGKILL mid-burst, restart: every emitted event is delivered at least once', { timeout: 120_000 }, async (t) => {
+    const first = startServer();
+    await first.ready();
+
+    const tenant = await first.ok<{ tenantId: string }>('POST', '/admin/v1/tenants', { name: 'Crash Hotel' });
+    const { key } = await first.ok<{ key: string }>('POST', `/admin/v1/tenants/${tenant.tenantId}/api-keys`, { name: 'crash', scopes: FULL_WEBHOOK_SCOPES });
+    const subscription = await first.ok<{ subscriptionId: string }>('POST', '/m2m/v1/webhooks', { url: receiver.url, events: ['message.created'] }, key);
+
+    const eventIds: string[] = [];
+    for (let batch = 0; batch < EVENTS; batch += 10) {
+      const results = await Promise.all(
+        Array.from({ length: Math.min(10, EVENTS - batch) }, (_, i) =>
+          first.ok<{ eventId: string; deliveries: number }>('POST', `/admin/v1/tenants/${tenant.tenantId}/webhook-events`, {
+            type: 'message.created',
+            data: { messageId: `msg_${batch + i}`, conversationId: 'conv_1', direction: 'inbound', channel: 'whatsapp' },
+          }),
+        ),
+      );
+      for (const result of results) {
+        assert.equal(result.deliveries, 1);
+        eventIds.push(result.eventId);
+      }
+    }
+    assert.equal(new Set(eventIds).size, EVENTS);
+    emittedAll.open();
+
+    const distinctSeen = () => new Set(receiver.eventIds()).size;
+    await eventually(async () => distinctSeen() >= 20, 60_000, 'the receiver to see part of the burst');
+    await first.kill('SIGKILL');
+    const seenAtKill = distinctSeen();
+    assert.ok(seenAtKill < EVENTS, `the burst was already complete (${seenAtKill}) when the server was killed`);
+
+    const second = startServer();
+    await second.ready();
+    await eventually(async () => distinctSeen() === EVENTS, 100_000, `every event to reach the receiver (seen ${distinctSeen()} of ${EVENTS})`);
+    const seen = new Set(receiver.eventIds());
+    for (const eventId of eventIds) assert.ok(seen.has(eventId), `${eventId} never arrived`);
+    assert.equal(seen.size, EVENTS, 'nothing but the emitted events arrived');
+
+    const deliveries = await eventually(
+      async () => {
+        const page = await second.ok<{ deliveries: Array<{ eventId: string; status: string }>; hasMore: boolean }>(
+          'GET',
+          `/m2m/v1/webhooks/${subscription.subscriptionId}/deliveries?limit=200`,
+          undefined,
+          key,
+        );
+        assert.equal(page.hasMore, false);
+        return page.deliveries.every((d) => d.status === 'delivered') ? page.deliveries : undefined;
+      },
+      30_000,
+      'every delivery to read delivered',
+    );
+    assert.equal(deliveries.length, EVENTS);
+    assert.deepEqual(new Set(deliveries.map((d) => d.eventId)), new Set(eventIds));
+    t.diagnostic(`${seenAtKill} of ${EVENTS} events had arrived at the kill; ${receiver.received.length} requests in all`);
+  });
+});
