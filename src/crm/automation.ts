@@ -38,8 +38,14 @@ export function registerAutomation(runner: JobRunner, deps: { db: Db; sender: Fo
       if (settings.follow_up_mode === 'draft') {
         for (const row of due.filter((r) => r.draft_status === 'empty')) {
           const contactName = await contactNameOf(db, row);
-          await crmRepo.updateFollowUp(db, row.id, { message_draft: generatedDraft(row, contactName), draft_status: 'generated' }, now);
-          drafted++;
+          // Re-read under the row lock: the user may have written, sent or closed it since the batch was read.
+          const written = await db.transaction(async (tx) => {
+            const current = await crmRepo.getFollowUp(tx, tenantId, row.id, true);
+            if (!current || current.draft_status !== 'empty' || current.claim_state || (current.status !== 'pending' && current.status !== 'scheduled')) return false;
+            await crmRepo.updateFollowUp(tx, row.id, { message_draft: generatedDraft(current, contactName), draft_status: 'generated' }, now);
+            return true;
+          });
+          if (written) drafted++;
         }
         continue;
       }

@@ -125,11 +125,13 @@ export class JobRunner {
          SELECT id FROM jobs
          WHERE task = ANY($4::text[])
            AND ((state = 'queued' AND run_at <= $3) OR (state = 'running' AND locked_until < $3))
+           -- never re-take a job this worker is still running (a stalled event loop can outlive the lease)
+           AND NOT (id = ANY ($6::bigint[]))
          ORDER BY run_at, id
          LIMIT $5
          FOR UPDATE SKIP LOCKED)
        RETURNING id, task, tenant_id, payload, attempts, max_attempts`,
-      [this.workerId, new Date(now.getTime() + this.leaseMs), now, tasks, limit],
+      [this.workerId, new Date(now.getTime() + this.leaseMs), now, tasks, limit, [...this.running.keys()]],
     );
     return rows.map((row) => () => this.execute(row));
   }

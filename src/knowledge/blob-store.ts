@@ -68,6 +68,11 @@ export class MemoryBlobStore implements BlobStore {
   async delete(key: string): Promise<void> {
     this.blobs.delete(checkKey(key));
   }
+
+  /** Every stored key (tests check that failed writes leave nothing behind). */
+  keys(): string[] {
+    return [...this.blobs.keys()];
+  }
 }
 
 /** The filesystem store under DATA_DIR, or the in-memory one when DATA_DIR is memory://. */

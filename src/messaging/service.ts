@@ -35,16 +35,16 @@ export class MessagingService {
     private readonly outbound: OutboundQueue,
   ) {}
 
-  private async whatsappChannel(db: Queryable, tenantId: string, channelId: string) {
+  private async whatsappChannel(db: Queryable, tenantId: string, channelId: string, path: string) {
     const channel = await channelRepo.get(db, tenantId, channelId);
     if (!channel) throw notFound('channel');
-    if (channel.kind !== 'whatsapp') throw new DomainError('M2M_INVALID_REQUEST', 'the channel is not a WhatsApp channel', { reason: 'channel_not_whatsapp', issues: [{ path: 'channelId', message: 'is not a WhatsApp channel' }] });
+    if (channel.kind !== 'whatsapp') throw new DomainError('M2M_INVALID_REQUEST', 'the channel is not a WhatsApp channel', { reason: 'channel_not_whatsapp', issues: [{ path, message: 'is not a WhatsApp channel' }] });
     return channel;
   }
 
   /** Persisted per-locale readiness of the channel's conversation-start template; never refreshed here. */
   async templateStatus(tenantId: string, channelId: string) {
-    await this.whatsappChannel(this.db, tenantId, channelId);
+    await this.whatsappChannel(this.db, tenantId, channelId, 'query.channelId');
     return startReadinessView(channelId, await channelRepo.latestTemplate(this.db, tenantId, channelId));
   }
 
@@ -57,7 +57,7 @@ export class MessagingService {
     if (!normalizePhone(input.recipientPhone)) throw invalid('body.recipientPhone', 'must be a valid phone number in E.164 form, such as +525512345678');
     return runIdempotent<StartResult>(this.db, this.clock, { tenantId: principal.tenantId, operation: 'conversations.start', key: idempotencyKey, request: input }, async (tx) => {
       const tenantId = principal.tenantId;
-      const channel = await this.whatsappChannel(tx, tenantId, input.channelId);
+      const channel = await this.whatsappChannel(tx, tenantId, input.channelId, 'body.channelId');
       if (!channel.available) throw new DomainError('M2M_INVALID_REQUEST', 'the WhatsApp channel is not available for sending', { reason: 'channel_unavailable', issues: [{ path: 'body.channelId', message: 'is not available' }] });
       const template = await channelRepo.latestTemplate(tx, tenantId, channel.id);
       const locale = template?.locales.find((entry) => entry.locale === input.locale);
