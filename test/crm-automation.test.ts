@@ -1,5 +1,6 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import pg from 'pg';
 import { ManualClock } from '../src/clock.js';
 import { AUTOMATION_TASK } from '../src/crm/automation.js';
 import { inQuietHours, localMinutes } from '../src/crm/quiet-hours.js';
@@ -269,6 +270,36 @@ describe('follow-up automation', () => {
     assert.deepEqual(await messageRequests(tenant.tenantId), []);
   });
 
+  test('draft: a draft the user writes while a run is drafting is not overwritten', { skip: !process.env.DATABASE_URL && 'needs a second PostgreSQL connection to hold a row lock' }, async () => {
+    const tenant = await newTenant({ settings: { followUpMode: 'draft' } });
+    const guest = await addGuest(tenant);
+    const followUp = await createFollowUp(tenant, guest, dueAgo());
+    const queued = await queuedRun();
+    assert.ok(queued);
+    const instant = new Date(Math.max(queued.run_at.getTime(), clock.now().getTime() + 2 * MINUTE));
+    // The user's edit: a transaction on another connection that holds the row while the run reaches it.
+    const user = new pg.Client({ connectionString: process.env.DATABASE_URL, options: `-c search_path=${db().schema},public` });
+    await user.connect();
+    try {
+      await user.query('BEGIN');
+      await user.query('SELECT id FROM follow_ups WHERE id = $1 FOR UPDATE', [followUp.followUpId]);
+      clock.set(instant);
+      app.runtime.runner.wake();
+      await eventually(async () => {
+        const { rows } = await user.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE pg_backend_pid() = ANY (pg_blocking_pids(pid))');
+        return rows[0].n > 0;
+      }, 10_000, 'the run to wait for the row');
+      await user.query(`UPDATE follow_ups SET message_draft = 'Written by hand', draft_status = 'edited' WHERE id = $1`, [followUp.followUpId]);
+      await user.query('COMMIT');
+    } finally {
+      await user.end();
+    }
+    await awaitRunAt(instant);
+    const after = await read(tenant, followUp.followUpId);
+    assert.equal(after.messageDraft, 'Written by hand');
+    assert.equal(after.draftStatus, 'edited');
+  });
+
   test('auto: sends due follow-ups to consenting contacts only, including follow-ups that existed before auto was turned on', async () => {
     const tenant = await newTenant();
     const consenting = await addGuest(tenant);
@@ -412,16 +443,20 @@ describe('follow-up automation', () => {
     const queued = await queuedRun();
     assert.ok(queued);
     const instant = new Date(Math.max(queued.run_at.getTime(), clock.now().getTime() + 2 * MINUTE));
-    clock.set(instant);
-    app.runtime.runner.wake();
     const manual: Awaited<ReturnType<TestApp['api']>>[] = [];
-    for (const pair of [...followUps].reverse().reduce<FollowUp[][]>((pairs, f, i) => (i % 2 ? pairs[pairs.length - 1].push(f) : pairs.push([f]), pairs), [])) {
-      manual.push(...(await Promise.all(pair.map((f) => app.api(tenant.key, 'POST', `/crm/follow-ups/${f.followUpId}/send`, {})))));
+    const backwards = [...followUps].reverse();
+    for (let i = 0; i < backwards.length; i += 2) {
+      manual.push(...(await Promise.all(backwards.slice(i, i + 2).map((f) => app.api(tenant.key, 'POST', `/crm/follow-ups/${f.followUpId}/send`, {})))));
+      if (i === 0) {
+        // The run starts while the manual sends are under way.
+        clock.set(instant);
+        app.runtime.runner.wake();
+      }
     }
     await awaitRunAt(instant);
     assert.equal(await runsSince(instant), 1, 'the run completed although some follow-ups were claimed by hand');
 
-    console.log('RACE', manual.map((r) => r.statusCode).join(','));
+    assert.deepEqual(manual.slice(0, 2).map((r) => r.statusCode), [202, 202], 'sent by hand before the run started');
     for (const response of manual) assert.ok([202, 409].includes(response.statusCode), `${response.statusCode} ${response.body}`);
     for (const response of manual.filter((r) => r.statusCode === 409)) assert.equal(response.json().error.code, 'M2M_CONFLICT');
     const requests = await messageRequests(tenant.tenantId);

@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js';
 import { conversationRepo } from '../conversations/repo.js';
 import { DomainError } from '../errors.js';
 import { enqueue } from '../jobs/queue.js';
-import type { JobRunner } from '../jobs/runner.js';
+import type { JobContext, JobRunner } from '../jobs/runner.js';
 import { tenantRepo } from '../tenants/repo.js';
 import { inQuietHours } from './quiet-hours.js';
 import { crmRepo, type FollowUpRow } from './repo.js';
@@ -27,41 +27,22 @@ export function registerAutomation(runner: JobRunner, deps: { db: Db; sender: Fo
   runner.register(AUTOMATION_TASK, async (job, ctx) => {
     const now = ctx.clock.now();
     const expired = await crmRepo.expireAll(db, now);
+    // Accepted sends whose CRM completion failed are finished for every tenant, whatever its mode.
+    for (const unfinished of await crmRepo.unfinishedSendsAll(db)) {
+      await db
+        .transaction((tx) => sender.completeIn(tx, unfinished.tenant_id, unfinished.id))
+        .catch((error: unknown) => ctx.log.warn({ err: error, followUpId: unfinished.id }, 'follow-up completion still failing'));
+    }
     let drafted = 0;
     let sent = 0;
     for (const { tenant_id: tenantId } of await crmRepo.automatedTenants(db)) {
-      for (const unfinished of await crmRepo.unfinishedSends(db, tenantId)) {
-        await db.transaction((tx) => sender.completeIn(tx, tenantId, unfinished.id)).catch((error: unknown) => ctx.log.warn({ err: error, followUpId: unfinished.id }, 'follow-up completion still failing'));
-      }
-      const settings = await crmRepo.settings(db, tenantId);
-      const due = await crmRepo.dueFollowUps(db, tenantId, now, BATCH);
-      if (settings.follow_up_mode === 'draft') {
-        for (const row of due.filter((r) => r.draft_status === 'empty')) {
-          const contactName = await contactNameOf(db, row);
-          // Re-read under the row lock: the user may have written, sent or closed it since the batch was read.
-          const written = await db.transaction(async (tx) => {
-            const current = await crmRepo.getFollowUp(tx, tenantId, row.id, true);
-            if (!current || current.draft_status !== 'empty' || current.claim_state || (current.status !== 'pending' && current.status !== 'scheduled')) return false;
-            await crmRepo.updateFollowUp(tx, row.id, { message_draft: generatedDraft(current, contactName), draft_status: 'generated' }, now);
-            return true;
-          });
-          if (written) drafted++;
-        }
-        continue;
-      }
-      const tenant = await tenantRepo.get(db, tenantId);
-      const quiet = settings.quiet_start && settings.quiet_end ? { start: settings.quiet_start, end: settings.quiet_end } : null;
-      if (!tenant || inQuietHours(now, tenant.timezone, quiet)) continue;
-      for (const row of due) {
-        if (!(await mayContact(db, row))) continue;
-        try {
-          await sender.send(tenantId, row.id, {});
-          sent++;
-        } catch (error) {
-          // A manual send may have claimed it meanwhile (409): that is the claim doing its job.
-          if (!(error instanceof DomainError)) throw error;
-          ctx.log.info({ followUpId: row.id, code: error.code }, 'automation skipped a follow-up');
-        }
+      // One tenant's trouble must not stop automation for the others.
+      try {
+        const counts = await runTenant(db, sender, tenantId, now, ctx.log);
+        drafted += counts.drafted;
+        sent += counts.sent;
+      } catch (error) {
+        ctx.log.error({ err: error, tenantId }, 'follow-up automation failed for a tenant');
       }
     }
     await db.transaction(async (tx) => {
@@ -72,6 +53,41 @@ export function registerAutomation(runner: JobRunner, deps: { db: Db; sender: Fo
   });
 }
 
+async function runTenant(db: Db, sender: FollowUpSender, tenantId: string, now: Date, log: JobContext['log']): Promise<{ drafted: number; sent: number }> {
+  let drafted = 0;
+  let sent = 0;
+  const settings = await crmRepo.settings(db, tenantId);
+  const due = await crmRepo.dueFollowUps(db, tenantId, now, BATCH);
+  if (settings.follow_up_mode === 'draft') {
+    for (const row of due.filter((r) => r.draft_status === 'empty')) {
+      const contactName = await contactNameOf(db, row);
+      // Re-read under the row lock: the user may have written, sent or closed it since the batch was read.
+      const written = await db.transaction(async (tx) => {
+        const current = await crmRepo.getFollowUp(tx, tenantId, row.id, true);
+        if (!current || current.draft_status !== 'empty' || current.claim_state || (current.status !== 'pending' && current.status !== 'scheduled')) return false;
+        await crmRepo.updateFollowUp(tx, row.id, { message_draft: generatedDraft(current, contactName), draft_status: 'generated' }, now);
+        return true;
+      });
+      if (written) drafted++;
+    }
+    return { drafted, sent };
+  }
+  const tenant = await tenantRepo.get(db, tenantId);
+  const quiet = settings.quiet_start && settings.quiet_end ? { start: settings.quiet_start, end: settings.quiet_end } : null;
+  if (!tenant || inQuietHours(now, tenant.timezone, quiet)) return { drafted, sent };
+  for (const row of due) {
+    try {
+      await sender.send(tenantId, row.id, { requireConsent: true });
+      sent++;
+    } catch (error) {
+      // Refused by the claim (a manual send won) or by the contact's consent: that is the rule working.
+      if (!(error instanceof DomainError)) throw error;
+      log.info({ followUpId: row.id, code: error.code, reason: error.details.reason }, 'automation skipped a follow-up');
+    }
+  }
+  return { drafted, sent };
+}
+
 async function contactOf(db: Db, row: FollowUpRow) {
   const conversation = await conversationRepo.get(db, row.tenant_id, row.conversation_id);
   return conversation ? conversationRepo.getContact(db, row.tenant_id, conversation.contact_id) : undefined;
@@ -79,10 +95,4 @@ async function contactOf(db: Db, row: FollowUpRow) {
 
 async function contactNameOf(db: Db, row: FollowUpRow): Promise<string | null> {
   return (await contactOf(db, row))?.name ?? null;
-}
-
-/** Automation only writes to contacts who consented and did not opt out. */
-async function mayContact(db: Db, row: FollowUpRow): Promise<boolean> {
-  const contact = await contactOf(db, row);
-  return Boolean(contact?.consent && !contact.opted_out);
 }

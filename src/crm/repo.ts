@@ -183,8 +183,8 @@ export const crmRepo = {
     );
   },
 
-  /** Sends that were accepted but whose CRM completion did not commit. */
-  async unfinishedSends(db: Queryable, tenantId: string): Promise<FollowUpRow[]> {
-    return db.query<FollowUpRow>(`SELECT * FROM follow_ups WHERE tenant_id = $1 AND status = 'sending' AND claim_state = 'completed' LIMIT 100`, [tenantId]);
+  /** System sweep across tenants: sends that were accepted but whose CRM completion did not commit. */
+  async unfinishedSendsAll(db: Queryable): Promise<FollowUpRow[]> {
+    return db.query<FollowUpRow>(`SELECT * FROM follow_ups WHERE status = 'sending' AND claim_state = 'completed' ORDER BY updated_at LIMIT 500`);
   },
 };

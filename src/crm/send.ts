@@ -33,8 +33,12 @@ export class FollowUpSender {
     private readonly log: Logger,
   ) {}
 
-  async send(tenantId: string, followUpId: string, input: { messageText?: string; idempotencyKey?: string }): Promise<{ body: SendOutcome; replayed: boolean }> {
-    const accept = (tx: Tx) => this.claimAndQueue(tx, tenantId, followUpId, input.messageText);
+  async send(
+    tenantId: string,
+    followUpId: string,
+    input: { messageText?: string; idempotencyKey?: string; requireConsent?: boolean },
+  ): Promise<{ body: SendOutcome; replayed: boolean }> {
+    const accept = (tx: Tx) => this.claimAndQueue(tx, tenantId, followUpId, input.messageText, input.requireConsent ?? false);
     let accepted: { body: SendOutcome; replayed: boolean };
     if (input.idempotencyKey) {
       const result = await runIdempotent(this.db, this.clock, { tenantId, operation: 'crm.follow-up.send', key: input.idempotencyKey, request: { followUpId, messageText: input.messageText ?? null } }, async (tx) => ({
@@ -51,7 +55,7 @@ export class FollowUpSender {
     return { body: await this.complete(tenantId, followUpId, accepted.body), replayed: false };
   }
 
-  private async claimAndQueue(tx: Tx, tenantId: string, followUpId: string, messageText: string | undefined): Promise<SendOutcome> {
+  private async claimAndQueue(tx: Tx, tenantId: string, followUpId: string, messageText: string | undefined, requireConsent: boolean): Promise<SendOutcome> {
     const row = await requireFollowUp(tx, tenantId, followUpId, true);
     if (row.claim_state) throw conflict(`this follow-up already has a ${row.claim_state} send claim; do not send again`, { claim: row.claim_state, status: row.status });
     if (row.status !== 'pending' && row.status !== 'scheduled') throw conflict(`a ${row.status} follow-up cannot be sent`, { status: row.status });
@@ -63,6 +67,7 @@ export class FollowUpSender {
     if (!channel?.available) throw conflict('the conversation channel is not available for sending', { reason: 'channel_unavailable' });
     const contact = await conversationRepo.getContact(tx, tenantId, conversation.contact_id);
     if (contact?.opted_out) throw conflict('the contact has opted out', { reason: 'recipient_opted_out' });
+    if (requireConsent && !contact?.consent) throw conflict('the contact has not given consent to be contacted', { reason: 'recipient_no_consent' });
     const text = messageText ?? row.message_draft ?? generatedDraft(row, contact?.name ?? null);
     if (!text.trim()) throw invalid('body.messageText', 'there is no message to send');
     const queued = await this.outbound.queue(tx, now, {

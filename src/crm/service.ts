@@ -15,6 +15,11 @@ import { followUpView, opportunityView, settingsView } from './views.js';
 const EXPIRY_MS = 7 * 24 * 60 * 60 * 1000;
 const OPEN: FollowUpRow['status'][] = ['pending', 'scheduled'];
 
+/** An open follow-up past its expiry is expired even before the automation sweep writes it down. */
+export function effectiveStatus(row: FollowUpRow, now: Date): FollowUpRow['status'] {
+  return OPEN.includes(row.status) && !row.claim_state && row.expires_at.getTime() <= now.getTime() ? 'expired' : row.status;
+}
+
 export async function requireFollowUp(db: Queryable, tenantId: string, id: string, lock = false): Promise<FollowUpRow> {
   const row = await crmRepo.getFollowUp(db, tenantId, id, lock);
   if (!row) throw notFound('follow-up');
@@ -121,7 +126,8 @@ export class CrmService {
   async updateFollowUp(tenantId: string, id: string, patch: { messageDraft?: string; dueAt?: string | null }) {
     return this.db.transaction(async (tx) => {
       const row = await requireFollowUp(tx, tenantId, id, true);
-      if (!OPEN.includes(row.status) || row.claim_state) throw conflict(`a ${row.status} follow-up cannot be edited`, { status: row.status });
+      const status = effectiveStatus(row, this.clock.now());
+      if (!OPEN.includes(status) || row.claim_state) throw conflict(`a ${status} follow-up cannot be edited`, { status });
       const changes: Parameters<typeof crmRepo.updateFollowUp>[2] = {};
       if (patch.messageDraft !== undefined) {
         changes.message_draft = patch.messageDraft;
@@ -139,7 +145,8 @@ export class CrmService {
   async close(tenantId: string, id: string, outcome: 'dismissed' | 'canceled', feedbackReason?: string) {
     return this.db.transaction(async (tx) => {
       const row = await requireFollowUp(tx, tenantId, id, true);
-      if (!OPEN.includes(row.status) || row.claim_state) throw conflict(`a ${row.status} follow-up cannot be ${outcome}`, { status: row.status });
+      const status = effectiveStatus(row, this.clock.now());
+      if (!OPEN.includes(status) || row.claim_state) throw conflict(`a ${status} follow-up cannot be ${outcome}`, { status });
       const updated = await crmRepo.updateFollowUp(tx, id, { status: outcome, feedback_reason: feedbackReason ?? null }, this.clock.now());
       return { followUp: followUpView(updated) };
     });
