@@ -101,20 +101,22 @@ function postgresCpu(): Map<string, number> {
 }
 
 /** Whole-machine CPU counters from /proc/stat: busy and total ticks (all cores). */
-function machineTicks(): { busy: number; total: number } {
+function machineTicks(): { busy: number; iowait: number; total: number } {
   try {
     const [, ...parts] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/);
     const n = parts.map(Number);
     const total = n.slice(0, 8).reduce((a, b) => a + b, 0);
-    return { busy: total - n[3] - (n[4] ?? 0), total };
+    return { busy: total - n[3] - (n[4] ?? 0), iowait: n[4] ?? 0, total };
   } catch {
-    return { busy: 0, total: 0 };
+    return { busy: 0, iowait: 0, total: 0 };
   }
 }
 
 /**
  * CPU use over an interval, in % of one core: each named process, optionally the local PostgreSQL server
- * (`postgres`), and `other` = everything else on the machine (other work skews the figures when high).
+ * (`postgres`), `other` = every other busy cycle on the machine (other programs, but also kernel threads,
+ * e.g. the file system journal flushing PostgreSQL's WAL), and `iowait` = idle time spent waiting for disk.
+ * `machine` is the share of all cores that was busy.
  */
 export class CpuMeter {
   private readonly start = Date.now();
@@ -149,6 +151,7 @@ export class CpuMeter {
       const busyShare = (m.busy - this.startMachine.busy) / ticks;
       out.machine = round(busyShare * 100);
       out.other = Math.max(0, pct(busyShare * cpus().length * seconds - ours));
+      out.iowait = pct(((m.iowait - this.startMachine.iowait) / ticks) * cpus().length * seconds);
     }
     return out;
   }

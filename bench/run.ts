@@ -61,19 +61,23 @@ function printWebhooks(results: WebhookResult[]): void {
   if (results.length === 0) return;
   const col = (f: (r: WebhookResult) => string) => results.map(f);
   const headers = ['', ...results.map((r) => dbLabel(r.db))];
-  const cpu = (x: Record<string, number>) => `${fmt(x.worker ?? x.server)} / ${fmt(x.receiver)} / ${fmt(x.bench)} / ${fmt(x.postgres)} / ${fmt(x.other)} %`;
+  const cpu = (x: Record<string, number>) =>
+    `${fmt(x.worker ?? x.server)} / ${fmt(x.receiver)} / ${fmt(x.bench)} / ${fmt(x.postgres)} / ${fmt(x.other)} / ${fmt(x.iowait)} %`;
   const rss = (x: { startMb: number; maxMb: number; endMb: number }) => `${fmt(x.startMb, 1)} / ${fmt(x.maxMb, 1)} / ${fmt(x.endMb, 1)} MB`;
   printTable('Scenario 2a — drain of pending deliveries (worker started on a full queue)', headers, [
     ['pending deliveries seeded', ...col((r) => fmt(r.drain.pending))],
     ['seed time (direct SQL)', ...col((r) => `${fmt(r.drain.seedSeconds, 1)} s`)],
     ['api RSS before seed → with pending', ...col((r) => `${fmt(r.drain.apiRssBeforeSeedMb, 1)} → ${fmt(r.drain.apiRssPendingMb, 1)} MB`)],
-    ['received (unique) / duplicates', ...col((r) => `${fmt(r.drain.received)} / ${fmt(r.drain.duplicates)}${r.drain.complete ? '' : ' INCOMPLETE'}`)],
+    [
+      'received (unique) / duplicates',
+      ...col((r) => `${fmt(r.drain.received)} / ${fmt(r.drain.duplicates)}${r.drain.complete ? '' : ` INCOMPLETE (${fmt(r.drain.backlogCanceled)} canceled)`}`),
+    ],
     ['first→last arrival', ...col((r) => `${fmt(r.drain.drainSeconds, 2)} s`)],
     ['deliveries/s', ...col((r) => fmt(r.drain.deliveriesPerSec))],
     ['worker spawn→last arrival', ...col((r) => `${fmt(r.drain.wallSeconds, 2)} s`)],
     ['worker RSS start / max / end', ...col((r) => rss(r.drain.workerRss))],
     ['row updates per delivery (PostgreSQL stats)', ...col((r) => fmt(r.drain.rowUpdatesPerDelivery, 1))],
-    ['CPU % worker / receiver / bench / pg / other', ...col((r) => cpu(r.drain.cpuPct))],
+    ['CPU % worker / receiver / bench / pg / other / iowait', ...col((r) => cpu(r.drain.cpuPct))],
   ]);
   printTable('Scenario 2b — commit-to-receipt latency at a fixed emit rate (queue empty, worker running)', headers, [
     ['target emit rate × duration', ...col((r) => `${fmt(r.latency.targetRate)}/s × ${r.latency.seconds} s`)],
@@ -91,7 +95,7 @@ function printWebhooks(results: WebhookResult[]): void {
     ['commit→receipt p50 / p99 / max', ...col((r) => `${fmt(r.latency.commitToReceipt.p50Ms)} / ${fmt(r.latency.commitToReceipt.p99Ms)} / ${fmt(r.latency.commitToReceipt.maxMs)} ms`)],
     ['occurredAt→receipt p50 / p99 / max', ...col((r) => `${fmt(r.latency.occurredToReceipt.p50Ms)} / ${fmt(r.latency.occurredToReceipt.p99Ms)} / ${fmt(r.latency.occurredToReceipt.maxMs)} ms`)],
     ['worker RSS start / max / end', ...col((r) => rss(r.latency.workerRss))],
-    ['CPU % server / receiver / bench / pg / other', ...col((r) => cpu(r.latency.cpuPct))],
+    ['CPU % server / receiver / bench / pg / other / iowait', ...col((r) => cpu(r.latency.cpuPct))],
   ]);
   const reduced = results.filter((r) => r.drain.pending < 100_000);
   for (const r of reduced) {
@@ -150,7 +154,7 @@ async function main(): Promise<number> {
   printWebhooks(webhooks);
   const checks = targets(api, webhooks, args.quick);
   printTargets(checks);
-  for (const e of errors) console.log(`\nFAILED ${e.scenario} on ${dbLabel(e.db)}: ${e.message}`);
+  for (const e of errors) console.log(`\nFAILED ${e.scenario} on ${dbLabel(e.db)}: ${e.message.split('\n')[0]} (details above and in .bench/logs/)`);
 
   const finishedAt = new Date();
   mkdirSync(OUT_DIR, { recursive: true });

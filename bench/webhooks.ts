@@ -6,10 +6,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Pool } from 'undici';
 import { openDb } from '../src/db/driver.js';
 import { CpuMeter, RssSampler, fmt, log, round, rssKb, sleep, summarise, type DbKind, type RssFigures } from './lib.js';
-import { ADMIN_TOKEN, emitBody, newSchema, seedSubscription, startReceiver, startServer, stopChild, withPg, type Server } from './procs.js';
+import { pacedEmit } from './emit.js';
+import { call, newSchema, seedSubscription, startReceiver, startServer, stopChild, withPg, type Server } from './procs.js';
 
 export interface WebhookPlan {
   pending: number;
@@ -32,6 +32,8 @@ export interface DrainResult {
   /** From spawning the worker to the last arrival (includes process start and migrations check). */
   wallSeconds: number;
   workerRss: RssFigures;
+  /** Deliveries still pending when the drain hit its time cap, canceled so the latency phase starts on an empty queue. */
+  backlogCanceled: number;
   /** PostgreSQL only: webhook_deliveries row updates (pg_stat_user_tables.n_tup_upd) per delivery during the drain. */
   rowUpdatesPerDelivery?: number;
   /** % of one core used during the drain (worker, receiver, bench, postgres, other); machine = % of all cores. */
@@ -107,60 +109,6 @@ const ms = (values: number[]) => {
   return { p50Ms: s.p50, p99Ms: s.p99, maxMs: s.max };
 };
 
-/** Emits `rate` events/s for `seconds` through the admin route over keep-alive connections; bounded in count and time. */
-async function pacedEmit(base: string, tenantId: string, rate: number, seconds: number) {
-  const pool = new Pool(base, { connections: 32, pipelining: 1, keepAliveTimeout: 30_000, headersTimeout: 10_000, bodyTimeout: 10_000 });
-  const total = Math.round(rate * seconds);
-  const records: Array<{ eventId: string; sentAt: number; doneAt: number }> = [];
-  let failures = 0;
-  const failureReasons: Record<string, number> = {};
-  const fail = (reason: string) => {
-    failures += 1;
-    failureReasons[reason] = (failureReasons[reason] ?? 0) + 1;
-  };
-  let attempted = 0;
-  let inFlight = 0;
-  const pending = new Set<Promise<void>>();
-  const emitOne = async (seq: number) => {
-    const sentAt = Date.now();
-    try {
-      const response = await pool.request({
-        method: 'POST',
-        path: `/admin/v1/tenants/${tenantId}/webhook-events`,
-        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-        body: JSON.stringify(emitBody(seq)),
-      });
-      const text = await response.body.text();
-      const doneAt = Date.now();
-      if (response.statusCode !== 201) fail(`HTTP ${response.statusCode}`);
-      else records.push({ eventId: (JSON.parse(text) as { eventId: string }).eventId, sentAt, doneAt });
-    } catch (error) {
-      fail((error as { code?: string }).code ?? (error instanceof Error ? error.name : 'error'));
-    }
-  };
-  const start = Date.now();
-  const hardStop = start + seconds * 1000 + 2_000;
-  try {
-    while (attempted < total && Date.now() < hardStop) {
-      const due = Math.min(total, Math.floor(((Date.now() - start) / 1000) * rate) + 1);
-      while (attempted < due && inFlight < 512) {
-        inFlight += 1;
-        const p = emitOne(attempted).finally(() => {
-          inFlight -= 1;
-          pending.delete(p);
-        });
-        pending.add(p);
-        attempted += 1;
-      }
-      await sleep(2);
-    }
-    await Promise.race([Promise.allSettled([...pending]), sleep(15_000)]);
-  } finally {
-    await pool.destroy();
-  }
-  return { records, failures, failureReasons, attempted, start };
-}
-
 export async function runWebhooks(db: DbKind, postgresUrl: string | undefined, plan: WebhookPlan): Promise<WebhookResult> {
   const dataDir = db === 'pglite' ? mkdtempSync(path.join(tmpdir(), 'm2m-bench-')) : undefined;
   const schema = db === 'postgres' ? newSchema(postgresUrl!) : undefined;
@@ -234,9 +182,19 @@ export async function runWebhooks(db: DbKind, postgresUrl: string | undefined, p
       wallSeconds: round(((stats.last || Date.now()) - spawnedAt) / 1000, 2),
       workerRss: workerRssDrain,
       cpuPct: drainCpuPct,
+      backlogCanceled: 0,
     };
     log(`  drain: ${fmt(drain.received)} in ${drain.drainSeconds} s → ${fmt(drain.deliveriesPerSec)}/s${drain.complete ? '' : ' (INCOMPLETE: cap reached)'}`);
     if (server.child.exitCode !== null) throw new Error(`worker exited (${server.child.exitCode}) during the drain; see ${server.logFile}`);
+
+    if (!drain.complete) {
+      // Disabling a subscription cancels its pending deliveries; enabling it again replays nothing.
+      const subscription = `/m2m/v1/webhooks/${seeded.subscriptionId}`;
+      await call(server.baseUrl, 'PATCH', subscription, { token: seeded.key, body: { active: false } });
+      await call(server.baseUrl, 'PATCH', subscription, { token: seeded.key, body: { active: true } });
+      drain.backlogCanceled = plan.pending - drain.received;
+      log(`  drain: canceled the remaining backlog (~${fmt(drain.backlogCanceled)}) so the latency phase starts on an empty queue`);
+    }
 
     // (b) latency at a fixed rate, queue empty
     await sleep(1_500);
@@ -251,15 +209,16 @@ export async function runWebhooks(db: DbKind, postgresUrl: string | undefined, p
     const latencyRss = new RssSampler(server.pid, 500);
     const latencyCpu = new CpuMeter({ server: server.pid, receiver: receiver.child.pid, bench: process.pid }, db === 'postgres');
     const emitted = await pacedEmit(server.baseUrl, seeded.tenantId, plan.rate, plan.latencyS);
+    // Wait (at most 30 s) until every emitted event has arrived; stray deliveries from before do not count.
     const waitUntil = Date.now() + 30_000;
-    stats = await receiver.stats();
-    while (stats.unique < emitted.records.length && Date.now() < waitUntil) {
-      await sleep(100);
-      stats = await receiver.stats();
+    let arrivals = await receiver.arrivals();
+    while (emitted.records.some((r) => !arrivals[r.eventId]) && Date.now() < waitUntil) {
+      await sleep(250);
+      arrivals = await receiver.arrivals();
     }
+    stats = await receiver.stats();
     const workerRssLatency = latencyRss.stop();
     const latencyCpuPct = latencyCpu.stop();
-    const arrivals = await receiver.arrivals();
     const commit: number[] = [];
     const occurred: number[] = [];
     for (const record of emitted.records) {

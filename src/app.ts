@@ -23,6 +23,8 @@ import { whatsappCallbackRoutes } from './messaging/provider-routes.js';
 import { knowledgeRoutes } from './knowledge/routes.js';
 import { knowledgeSharedSchemas } from './knowledge/schema.js';
 import { shareRoutes } from './knowledge/share-routes.js';
+import { crawlRoutes } from './knowledge/crawler/routes.js';
+import { crawlSharedSchemas } from './knowledge/crawler/schema.js';
 import { migrationsApplied } from './db/migrate.js';
 import type { Services } from './services.js';
 
@@ -91,7 +93,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<App>
   // JSON only: anything else is 415 rather than a string body that fails validation confusingly.
   app.removeContentTypeParser('text/plain');
   app.setValidatorCompiler(validatorCompiler());
-  for (const schema of [ErrorBody, ...webhookSharedSchemas, ...conversationSharedSchemas, ...crmSharedSchemas, ...knowledgeSharedSchemas]) app.addSchema(schema);
+  for (const schema of [ErrorBody, ...webhookSharedSchemas, ...conversationSharedSchemas, ...crmSharedSchemas, ...knowledgeSharedSchemas, ...crawlSharedSchemas]) app.addSchema(schema);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
   });
@@ -148,6 +150,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<App>
       await api.register(messagingRoutes(services));
       await api.register(crmRoutes(services));
       await api.register(knowledgeRoutes(services));
+      await api.register(crawlRoutes(services));
       await api.register(reservationRoutes(services));
       if (config.mcpEnabled) await api.register(mcpRoutes(services));
     },

@@ -38,6 +38,16 @@ export interface Config {
   knowledgeFetchMaxBytes: number;
   /** pre_checkin is due this many days before check-in (business timezone). */
   lifecyclePreCheckinDays: number;
+  /** Website crawler: politeness, deadlines and caps (src/knowledge/crawler). */
+  crawl: {
+    concurrencyPerHost: number;
+    fetchTimeoutMs: number;
+    maxPageBytes: number;
+    maxDelayMs: number;
+    userAgent: string;
+  };
+  /** An OpenAI-compatible embeddings endpoint; unset: the local hashing embedder. */
+  embeddings: { url: string; apiKey: string | undefined; model: string; timeoutMs: number } | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -98,6 +108,18 @@ function channelProvider(env: Env): 'sandbox' | 'whatsapp' {
   return value;
 }
 
+function embeddings(env: Env): Config['embeddings'] {
+  const url = env.EMBEDDINGS_URL;
+  if (!url) return undefined;
+  try {
+    const parsed = new URL(url);
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('scheme');
+  } catch {
+    throw new ConfigError(`EMBEDDINGS_URL must be an http(s) URL of an embeddings endpoint, got "${url}"`);
+  }
+  return { url, apiKey: env.EMBEDDINGS_API_KEY || undefined, model: env.EMBEDDINGS_MODEL || 'text-embedding-3-small', timeoutMs: int(env, 'EMBEDDINGS_TIMEOUT_MS', 30_000, 100, 300_000) };
+}
+
 export function loadConfig(env: Env = process.env, argv: string[] = process.argv.slice(2)): Config {
   const schema = env.DATABASE_SCHEMA || undefined;
   if (schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
@@ -136,5 +158,13 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
     knowledgeFetchTimeoutMs: int(env, 'KNOWLEDGE_FETCH_TIMEOUT_MS', 15_000, 100, 120_000),
     knowledgeFetchMaxBytes: int(env, 'KNOWLEDGE_FETCH_MAX_BYTES', 5 * 1024 * 1024, 1024, 50 * 1024 * 1024),
     lifecyclePreCheckinDays: int(env, 'LIFECYCLE_PRE_CHECKIN_DAYS', 2, 0, 60),
+    crawl: {
+      concurrencyPerHost: int(env, 'CRAWL_CONCURRENCY_PER_HOST', 4, 1, 64),
+      fetchTimeoutMs: int(env, 'CRAWL_FETCH_TIMEOUT_MS', 15_000, 100, 120_000),
+      maxPageBytes: int(env, 'CRAWL_MAX_PAGE_BYTES', 2 * 1024 * 1024, 1024, 50 * 1024 * 1024),
+      maxDelayMs: int(env, 'CRAWL_MAX_DELAY_MS', 10_000, 0, 120_000),
+      userAgent: env.CRAWL_USER_AGENT || 'm2m-knowledge-crawler/1.0',
+    },
+    embeddings: embeddings(env),
   };
 }

@@ -18,6 +18,7 @@ import type { ChannelProvider } from './messaging/providers/types.js';
 import type { Resolver } from './webhooks/ssrf.js';
 import { registerKnowledgeJobs } from './knowledge/jobs.js';
 import { GuardedFetcher } from './knowledge/fetch.js';
+import { createCrawlWorker } from './knowledge/crawler/worker.js';
 
 export interface Runtime {
   services: Services;
@@ -70,6 +71,7 @@ export async function createRuntime(config: Config, options: { clock?: Clock; lo
     resolver: options.resolver,
   });
   registerKnowledgeJobs(runner, { db, blobs: services.blobs, fetcher: knowledgeFetcher });
+  const crawlWorker = createCrawlWorker(runner, db, config, options.resolver);
   const dispatcher = new WebhookDispatcher(db, clock, log.child({ component: 'webhooks' }), {
     retryDelaysMs: config.webhookRetryDelaysMs,
     attemptTimeoutMs: config.webhookAttemptTimeoutMs,
@@ -98,6 +100,7 @@ export async function createRuntime(config: Config, options: { clock?: Clock; lo
       await app.close();
       if (workersStarted) await Promise.all([runner.stop(graceMs), dispatcher.stop(graceMs)]);
       await knowledgeFetcher.close();
+      await crawlWorker.close();
       await db.close();
     },
   };

@@ -17,6 +17,7 @@ import { TenantService } from './tenants/service.js';
 import { KnowledgeService } from './knowledge/service.js';
 import { AssetService } from './knowledge/assets.js';
 import { createBlobStore, type BlobStore } from './knowledge/blob-store.js';
+import { CrawlService } from './knowledge/crawler/service.js';
 import { WebhookService } from './webhooks/service.js';
 
 /** Everything a route, an MCP tool or a worker needs, built once per process. */
@@ -41,6 +42,7 @@ export interface Services {
   blobs: BlobStore;
   knowledge: KnowledgeService;
   knowledgeAssets: AssetService;
+  crawls: CrawlService;
 }
 
 export function createServices(deps: { config: Config; db: Db; clock: Clock; keyring: Keyring; log: Logger }): Services {
@@ -68,5 +70,6 @@ export function createServices(deps: { config: Config; db: Db; clock: Clock; key
     blobs,
     knowledge: new KnowledgeService(db, clock, cursors, blobs, config.allowPrivateDestinations),
     knowledgeAssets: new AssetService(db, clock, blobs, keyring.signingKey),
+    crawls: new CrawlService(db, clock, config.allowPrivateDestinations),
   };
 }

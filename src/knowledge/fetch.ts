@@ -1,6 +1,6 @@
-import { isIP, isIPv6, type LookupFunction } from 'node:net';
-import { Agent, buildConnector, request } from 'undici';
-import { BlockedDestinationError, isPublicIPv4, resolvePublicIPv4, validateWebhookUrl, type Resolver } from '../webhooks/ssrf.js';
+import { Agent, request } from 'undici';
+import { guardedConnector } from '../webhooks/http-client.js';
+import { BlockedDestinationError, validateWebhookUrl, type Resolver } from '../webhooks/ssrf.js';
 
 export type FetchFailureCode = 'invalid_url' | 'blocked_destination' | 'http_status' | 'redirect' | 'too_large' | 'timeout' | 'connection';
 
@@ -31,47 +31,6 @@ export interface Fetched {
   status: number;
   contentType: string | undefined;
   body: Buffer;
-}
-
-/**
- * The same SSRF rules as webhook delivery (src/webhooks/ssrf.ts): the host is resolved on every new
- * connection and only approved public IPv4 addresses are dialled, and the socket's peer is checked again
- * after connecting. (webhooks/http-client.ts keeps its connector private; this is the same construction.)
- */
-function guardedConnector(opts: GuardedFetchOptions): buildConnector.connector {
-  const lookup: LookupFunction = (hostname, options, callback) => {
-    resolvePublicIPv4(hostname, { allowPrivate: opts.allowPrivate, resolver: opts.resolver }).then(
-      (addresses) => {
-        const wanted = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : (options.family ?? 0);
-        const answers = addresses.map((address) => ({ address, family: isIP(address) })).filter((a) => wanted === 0 || a.family === wanted);
-        if (answers.length === 0) {
-          const err: NodeJS.ErrnoException = new Error(`no usable address for ${hostname}`);
-          err.code = 'ENOTFOUND';
-          callback(err, '');
-        } else if (options.all) callback(null, answers);
-        else callback(null, answers[0].address, answers[0].family);
-      },
-      (err: NodeJS.ErrnoException) => callback(err, ''),
-    );
-  };
-  const connect = buildConnector({ timeout: opts.timeoutMs, lookup });
-  if (opts.allowPrivate) return connect;
-  return (options, callback) => {
-    const literal = options.hostname;
-    if (isIP(literal) !== 0 && (isIPv6(literal) || !isPublicIPv4(literal))) {
-      process.nextTick(() => callback(new BlockedDestinationError(`destination ${literal} is not a public address`), null));
-      return;
-    }
-    connect(options, (err, socket) => {
-      if (err !== null) return callback(err, null);
-      const remote = socket.remoteAddress;
-      if (remote === undefined || !isPublicIPv4(remote)) {
-        socket.destroy();
-        return callback(new BlockedDestinationError(`connection to ${options.hostname} reached non-public address ${remote ?? 'unknown'}`), null);
-      }
-      callback(null, socket);
-    });
-  };
 }
 
 function chain(err: unknown): Array<{ code?: unknown; name?: unknown; cause?: unknown }> {
@@ -105,7 +64,10 @@ export class GuardedFetcher {
   private readonly agent: Agent;
 
   constructor(private readonly opts: GuardedFetchOptions) {
-    this.agent = new Agent({ connect: guardedConnector(opts), headersTimeout: opts.timeoutMs, bodyTimeout: opts.timeoutMs, connections: 16 });
+    // The webhook delivery connector: the host is resolved on every new connection, only approved public IPv4
+    // addresses are dialled, and the socket's peer is checked again after connecting.
+    const connect = guardedConnector({ allowPrivate: opts.allowPrivate, timeoutMs: opts.timeoutMs, resolver: opts.resolver, userAgent: '' });
+    this.agent = new Agent({ connect, headersTimeout: opts.timeoutMs, bodyTimeout: opts.timeoutMs, connections: 16 });
   }
 
   async get(url: string, signal?: AbortSignal): Promise<Fetched> {

@@ -29,7 +29,7 @@ export interface SourceRow {
   file_name: string | null;
   file_content_type: string | null;
   file_size: number | null;
-  uploaded_at: Date | null;
+  uploaded_at: Date | string | null;
   description: string | null;
   media_type: 'image' | 'document' | null;
   validation_status: ValidationStatus | null;
@@ -44,8 +44,9 @@ export interface SourceRow {
   enabled: boolean | null;
   display_order: number | null;
   created_by: CreatedBy | null;
-  created_at: Date;
-  updated_at: Date;
+  /** Dates; the inventory selects them as ISO 8601 text (cheaper than parsing and re-printing 600 dates a page). */
+  created_at: Date | string;
+  updated_at: Date | string;
 }
 
 /** An inventory row carries its exact (microsecond) creation time as text for the keyset cursor. */
@@ -76,6 +77,11 @@ export interface InventoryFilter {
   propertyId?: string | null;
   /** A LIKE pattern (already escaped and lowercased) for search_text. */
   pattern?: string;
+}
+
+/** A timestamptz as the API prints it (what iso() makes of a Date): UTC, milliseconds, Z. */
+function isoText(column: string): string {
+  return `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 }
 
 /** Columns every read returns: the source, its property's name. */
@@ -219,8 +225,9 @@ export const sourceRepo = {
     // The inventory leaves out the full text (it carries `preview`); a text source may hold a megabyte.
     return db.query<InventoryRow>(
       `SELECT to_char(s.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_key, s.id, s.tenant_id, s.kind, s.title, NULL AS text, s.url, s.active, s.property_id, p.name AS property_name, s.preview,
-              s.chunk_count, s.tokens, s.ingest_status, s.file_name, s.file_content_type, s.file_size, s.uploaded_at, s.description,
-              s.media_type, s.validation_status, s.validation_findings, s.folder_id, s.created_by, s.created_at, s.updated_at
+              s.chunk_count, s.tokens, s.ingest_status, s.file_name, s.file_content_type, s.file_size, s.description,
+              s.media_type, s.validation_status, s.validation_findings, s.folder_id, s.created_by,
+              ${isoText('s.created_at')} AS created_at, ${isoText('s.updated_at')} AS updated_at, ${isoText('s.uploaded_at')} AS uploaded_at
        FROM ${from} WHERE ${where.join(' AND ')} ORDER BY s.created_at DESC, s.id DESC LIMIT $${params.length}`,
       params,
     );

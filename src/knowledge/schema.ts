@@ -115,7 +115,17 @@ export const KnowledgeWebsite = Type.Object(
 
 export const KnowledgeItems = Type.Object(
   {
-    items: Type.Array(Type.Union([Type.Ref('KnowledgeSource'), Type.Ref('KnowledgeWebsite')]), { maxItems: 200 }),
+    // if/then/else on sourceType rather than anyOf: the serializer then checks one small condition per item
+    // instead of validating each item against every branch (measured: the anyOf cost more than the query).
+    items: Type.Array(
+      Type.Unsafe<unknown>({
+        description: 'A knowledge source (sourceType text, file or url) or a knowledge website (sourceType website)',
+        if: { type: 'object', properties: { sourceType: { const: 'website' } }, required: ['sourceType'] },
+        then: { $ref: 'KnowledgeWebsite' },
+        else: { $ref: 'KnowledgeSource' },
+      }),
+      { maxItems: 200 },
+    ),
     nextCursor: Type.Optional(Type.String({ maxLength: 400 })),
   },
   closed,

@@ -3,6 +3,11 @@ import type { FolderRow } from './folder-repo.js';
 import type { SourceRow } from './repo.js';
 import type { PageRow, WebsiteRow } from './website-repo.js';
 
+/** ISO text as the API prints it; rows from the inventory already carry it as text. */
+function stamp(value: Date | string | null | undefined): string | undefined {
+  return typeof value === 'string' ? value : iso(value);
+}
+
 function scopeOf(propertyId: string | null): 'global' | 'property' {
   return propertyId ? 'property' : 'global';
 }
@@ -43,7 +48,7 @@ export function sourceView(row: SourceRow, generationState?: 'staging' | 'curren
     sourceType: sourceType as 'text' | 'file' | 'url',
     title: row.title ?? undefined,
     active: row.active,
-    updatedAt: iso(row.updated_at),
+    updatedAt: stamp(row.updated_at),
     text: row.text ?? undefined,
     url: row.url ?? undefined,
     chunkCount: row.chunk_count,
@@ -53,10 +58,10 @@ export function sourceView(row: SourceRow, generationState?: 'staging' | 'curren
     propertyName: row.property_name ?? undefined,
     preview: row.preview ?? undefined,
     originalFile: row.file_name
-      ? { filename: row.file_name, contentType: row.file_content_type ?? '', size: row.file_size ?? 0, uploadedAt: iso(row.uploaded_at) ?? iso(row.created_at)! }
+      ? { filename: row.file_name, contentType: row.file_content_type ?? '', size: row.file_size ?? 0, uploadedAt: stamp(row.uploaded_at) ?? stamp(row.created_at)! }
       : undefined,
     asset: row.kind === 'asset' ? assetView(row) : undefined,
-    createdAt: iso(row.created_at),
+    createdAt: stamp(row.created_at),
     createdBy: createdByView(row),
     websiteId: row.website_id ?? undefined,
     websiteGenerationId: row.website_generation_id ?? undefined,

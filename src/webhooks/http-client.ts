@@ -52,7 +52,8 @@ function guardedLookup(allowPrivate: boolean, resolver: Resolver | undefined): L
   };
 }
 
-function guardedConnector(opts: WebhookHttpClientOptions): buildConnector.connector {
+/** Also used by the website crawler (src/knowledge/crawler/fetcher.ts): one SSRF guard for every outbound request. */
+export function guardedConnector(opts: WebhookHttpClientOptions): buildConnector.connector {
   const connect = buildConnector({
     timeout: opts.timeoutMs,
     keepAlive: true,

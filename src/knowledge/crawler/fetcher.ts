@@ -1,0 +1,162 @@
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
+import type { Readable } from 'node:stream';
+import { Agent, request } from 'undici';
+import { guardedConnector } from '../../webhooks/http-client.js';
+import { BlockedDestinationError, type Resolver } from '../../webhooks/ssrf.js';
+
+export type FetchErrorCode = 'blocked_destination' | 'timeout' | 'too_large' | 'connection';
+
+/** A request that got no usable answer. */
+export class CrawlFetchError extends Error {
+  constructor(
+    readonly code: FetchErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'CrawlFetchError';
+  }
+}
+
+export interface FetcherOptions {
+  allowPrivate: boolean;
+  /** Deadline of one request: connecting, headers and the whole body. */
+  timeoutMs: number;
+  /** Body size cap (after decompression). */
+  maxBytes: number;
+  userAgent: string;
+  /** Connections kept per origin; the crawler's per-host limit keeps requests below it. */
+  connections: number;
+  resolver?: Resolver;
+}
+
+export interface Answer {
+  status: number;
+  /** Location of a 3xx answer, as sent. */
+  location?: string;
+  contentType?: string;
+  /** The body of a 2xx answer whose content type was accepted. */
+  body?: Buffer;
+}
+
+function header(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function chain(err: unknown): Array<{ code?: unknown; name?: unknown }> {
+  const out: Array<{ code?: unknown; name?: unknown }> = [];
+  let current: unknown = err;
+  while (typeof current === 'object' && current !== null && out.length < 8) {
+    const e = current as { code?: unknown; name?: unknown; cause?: unknown; errors?: unknown };
+    out.push(e);
+    current = e.cause ?? (Array.isArray(e.errors) ? e.errors[0] : undefined);
+  }
+  return out;
+}
+
+function decoder(encoding: string | undefined): NodeJS.ReadWriteStream | undefined {
+  switch ((encoding ?? '').trim().toLowerCase()) {
+    case 'gzip':
+    case 'x-gzip':
+      return createGunzip();
+    case 'deflate':
+      return createInflate();
+    case 'br':
+      return createBrotliDecompress();
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * One GET at a time through the SSRF guard (the webhook connector: every new connection resolves the host,
+ * dials only approved addresses and checks the peer after connecting). Redirects are never followed here:
+ * the crawler follows them hop by hop so each hop is checked (site, robots, duplicates) like a link.
+ */
+export class CrawlFetcher {
+  private readonly agent: Agent;
+
+  constructor(private readonly opts: FetcherOptions) {
+    this.agent = new Agent({
+      connect: guardedConnector({ allowPrivate: opts.allowPrivate, timeoutMs: opts.timeoutMs, resolver: opts.resolver, userAgent: opts.userAgent }),
+      connections: opts.connections,
+      keepAliveTimeout: 4_000,
+      headersTimeout: opts.timeoutMs,
+      bodyTimeout: opts.timeoutMs,
+    });
+  }
+
+  /**
+   * GETs `url`. A 2xx whose content type `accept` approves comes back with its body (decompressed, capped
+   * at maxBytes); any other answer comes back without one. No answer at all throws CrawlFetchError; the
+   * caller's `signal` aborting rethrows its reason.
+   */
+  async get(url: URL, accept: (contentType: string) => boolean, acceptHeader: string, signal?: AbortSignal): Promise<Answer> {
+    const deadline = AbortSignal.timeout(this.opts.timeoutMs);
+    const combined = signal ? AbortSignal.any([signal, deadline]) : deadline;
+    let body: Readable | undefined;
+    try {
+      const res = await request(url, {
+        dispatcher: this.agent,
+        method: 'GET',
+        headers: { 'user-agent': this.opts.userAgent, accept: acceptHeader, 'accept-encoding': 'gzip, deflate, br' },
+        signal: combined,
+      });
+      body = res.body;
+      const status = res.statusCode;
+      const contentType = header(res.headers['content-type']);
+      if (status >= 300 && status < 400) {
+        body.on('error', () => undefined).destroy();
+        return { status, location: header(res.headers.location), contentType };
+      }
+      if (status < 200 || status >= 300 || !accept(contentType ?? '')) {
+        body.on('error', () => undefined).destroy();
+        return { status, contentType };
+      }
+      return { status, contentType, body: await this.read(body, header(res.headers['content-encoding'])) };
+    } catch (error) {
+      body?.on('error', () => undefined).destroy();
+      if (signal?.aborted) throw signal.reason ?? error;
+      if (error instanceof CrawlFetchError) throw error;
+      const errors = chain(error);
+      if (errors.some((e) => e instanceof BlockedDestinationError || e.code === 'BLOCKED_DESTINATION')) {
+        const blocked = errors.find((e) => e instanceof BlockedDestinationError) as Error | undefined;
+        throw new CrawlFetchError('blocked_destination', blocked?.message ?? 'destination is not allowed');
+      }
+      if (deadline.aborted || errors.some((e) => typeof e.code === 'string' && e.code.startsWith('UND_ERR_') && e.code.includes('TIMEOUT'))) {
+        throw new CrawlFetchError('timeout', `no complete answer within ${this.opts.timeoutMs} ms`);
+      }
+      const code = errors.map((e) => (typeof e.code === 'string' ? e.code : '')).find(Boolean);
+      const message = error instanceof Error ? error.message : String(error);
+      throw new CrawlFetchError('connection', `${code || 'connection error'}: ${message}`.slice(0, 300));
+    }
+  }
+
+  private async read(raw: Readable, encoding: string | undefined): Promise<Buffer> {
+    const decode = decoder(encoding);
+    // pipe() does not pass errors on: an aborted or failed body must end the decompressor too.
+    if (decode) raw.on('error', (error) => (decode as unknown as Readable).destroy(error));
+    const stream: AsyncIterable<Buffer> = decode ? (raw.pipe(decode) as unknown as AsyncIterable<Buffer>) : (raw as AsyncIterable<Buffer>);
+    const chunks: Buffer[] = [];
+    let size = 0;
+    try {
+      for await (const chunk of stream) {
+        size += chunk.length;
+        if (size > this.opts.maxBytes) throw new CrawlFetchError('too_large', `the response is larger than ${this.opts.maxBytes} bytes`);
+        chunks.push(chunk);
+      }
+    } catch (error) {
+      raw.on('error', () => undefined).destroy();
+      if (error instanceof CrawlFetchError) throw error;
+      // A corrupt compressed body is no answer either.
+      if (decode && !(error as { name?: string }).name?.includes('Abort')) {
+        throw new CrawlFetchError('connection', `the ${encoding} body could not be decoded`);
+      }
+      throw error;
+    }
+    return Buffer.concat(chunks);
+  }
+
+  async close(): Promise<void> {
+    await this.agent.close();
+  }
+}

@@ -1,0 +1,39 @@
+import type { Config } from '../../config.js';
+import type { Db } from '../../db/driver.js';
+import type { JobRunner } from '../../jobs/runner.js';
+import type { Resolver } from '../../webhooks/ssrf.js';
+import { LocalEmbedder, RemoteEmbedder, type Embedder } from './embedder.js';
+import { CrawlFetcher } from './fetcher.js';
+import { registerCrawlJobs } from './job.js';
+
+/** The embedder the configuration asks for: an OpenAI-compatible endpoint when EMBEDDINGS_URL is set, else the local one. */
+export function createEmbedder(config: Pick<Config, 'embeddings'>): Embedder {
+  const remote = config.embeddings;
+  return remote ? new RemoteEmbedder({ url: remote.url, apiKey: remote.apiKey, model: remote.model, timeoutMs: remote.timeoutMs }) : new LocalEmbedder();
+}
+
+/** Registers knowledge.crawl on the runner with a crawler built from the configuration; close() releases its connections. */
+export function createCrawlWorker(runner: JobRunner, db: Db, config: Config, resolver?: Resolver): { close(): Promise<void> } {
+  const { crawl } = config;
+  const fetcher = new CrawlFetcher({
+    allowPrivate: config.allowPrivateDestinations,
+    timeoutMs: crawl.fetchTimeoutMs,
+    maxBytes: crawl.maxPageBytes,
+    userAgent: crawl.userAgent,
+    connections: crawl.concurrencyPerHost,
+    resolver,
+  });
+  registerCrawlJobs(runner, {
+    db,
+    embedder: createEmbedder(config),
+    crawler: {
+      fetcher,
+      allowPrivate: config.allowPrivateDestinations,
+      agentToken: crawl.userAgent.split('/')[0].trim().toLowerCase(),
+      concurrencyPerHost: crawl.concurrencyPerHost,
+      maxDelayMs: crawl.maxDelayMs,
+      maxBytes: crawl.maxPageBytes,
+    },
+  });
+  return { close: () => fetcher.close() };
+}

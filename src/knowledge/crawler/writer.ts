@@ -1,0 +1,96 @@
+import type { Db } from '../../db/driver.js';
+import { newId } from '../../ids.js';
+import { LeaseLostError } from '../../jobs/runner.js';
+import { chunkText, previewOf, type Chunk } from '../chunker.js';
+import type { CreatedBy } from '../repo.js';
+import { crawlRepo, type CrawlCounts, type CrawlJobRow } from './crawl-repo.js';
+import type { CrawledPage } from './crawler.js';
+import { contentHash } from './embedder.js';
+import { snapshotRepo, type NewPage, type ReusablePage } from './snapshot-repo.js';
+
+export interface WriterContext {
+  db: Db;
+  crawlId: string;
+  runnerJobId: number;
+  /** The run's fence (the runner's attempt number). */
+  attempt: number;
+  tenantId: string;
+  websiteId: string;
+  generationId: string;
+  propertyId: string | null;
+  createdBy: CreatedBy | null;
+  now: () => Date;
+  /** Counters and failures to record with each batch. */
+  status: () => { counts: CrawlCounts; failures: CrawlJobRow['failed_pages'] };
+}
+
+const BATCH_PAGES = 25;
+const BATCH_MS = 1000;
+
+/**
+ * Writes crawled pages into the staging generation a batch at a time, with the job's progress, in one short
+ * transaction per batch (no network I/O inside). A page whose text is unchanged since the current generation
+ * copies that page's chunks and vectors; any other page is chunked here and embedded later.
+ */
+export class SnapshotWriter {
+  private pending: CrawledPage[] = [];
+  private lastFlush = Date.now();
+  pagesWritten = 0;
+  chunksReused = 0;
+
+  constructor(
+    private readonly ctx: WriterContext,
+    private readonly reusable: Map<string, ReusablePage>,
+  ) {}
+
+  async add(page: CrawledPage): Promise<void> {
+    this.pending.push(page);
+    if (this.pending.length >= BATCH_PAGES || Date.now() - this.lastFlush >= BATCH_MS) await this.flush();
+  }
+
+  async flush(): Promise<void> {
+    const batch = this.pending;
+    this.pending = [];
+    this.lastFlush = Date.now();
+    const pages: NewPage[] = [];
+    const chunks: Array<{ sourceId: string; seq: number; text: string; tokens: number }> = [];
+    const copies: Array<{ to: string; from: string }> = [];
+    for (const page of batch) {
+      const id = newId('ks');
+      const hash = contentHash(page.text);
+      const previous = this.reusable.get(hash);
+      let counts: { chunkCount: number; tokens: number };
+      if (previous) {
+        copies.push({ to: id, from: previous.id });
+        counts = { chunkCount: previous.chunk_count, tokens: previous.tokens };
+        this.chunksReused += previous.chunk_count;
+      } else {
+        const pieces: Chunk[] = await chunkText(page.text);
+        pieces.forEach((c, seq) => chunks.push({ sourceId: id, seq, text: c.text, tokens: c.tokens }));
+        counts = { chunkCount: pieces.length, tokens: pieces.reduce((sum, c) => sum + c.tokens, 0) };
+      }
+      pages.push({
+        id,
+        title: page.title ?? null,
+        url: page.url,
+        canonicalUrl: page.canonicalUrl,
+        path: page.path,
+        enabled: page.enabled,
+        displayOrder: page.order,
+        preview: previewOf(page.text),
+        contentHash: hash,
+        ...counts,
+      });
+    }
+    const { counts, failures } = this.ctx.status();
+    const now = this.ctx.now();
+    await this.ctx.db.transaction(async (tx) => {
+      // The fence first: a run that lost the job writes nothing.
+      if (!(await crawlRepo.progress(tx, this.ctx.crawlId, this.ctx.attempt, { counts, failures, now }))) throw new LeaseLostError(this.ctx.runnerJobId);
+      await snapshotRepo.insertPages(tx, { ...this.ctx, now }, pages);
+      await snapshotRepo.insertChunks(tx, this.ctx.tenantId, chunks);
+      await snapshotRepo.copyChunks(tx, copies);
+    });
+    this.pagesWritten += pages.length;
+  }
+}

@@ -1,0 +1,188 @@
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { gzipSync } from 'node:zlib';
+import { checkCrawlUrl, cleanUrl, pageKey, pathOf, siteOf } from '../src/knowledge/crawler/url.js';
+import { extractPage } from '../src/knowledge/crawler/extract.js';
+import { isEnabled, requiredUrls } from '../src/knowledge/crawler/selection.js';
+import { LocalEmbedder, RemoteEmbedder, EmbeddingError } from '../src/knowledge/crawler/embedder.js';
+import { CrawlFetcher, CrawlFetchError } from '../src/knowledge/crawler/fetcher.js';
+import { loadRobots } from '../src/knowledge/crawler/robots.js';
+import { parseSitemap, sitemapUrls } from '../src/knowledge/crawler/sitemap.js';
+import { HostGate } from '../src/knowledge/crawler/gate.js';
+import { startSite } from './fixtures/site/server.js';
+import { startReceiver } from './helpers/receiver.js';
+
+const closers: Array<() => Promise<void>> = [];
+after(async () => {
+  for (const close of closers) await close();
+});
+
+function fetcher(allowPrivate: boolean, resolver?: (host: string) => Promise<Array<{ address: string; family: 4 | 6 }>>) {
+  const f = new CrawlFetcher({ allowPrivate, timeoutMs: 2000, maxBytes: 4096, userAgent: 'm2m-knowledge-crawler/1.0', connections: 2, resolver });
+  closers.push(() => f.close());
+  return f;
+}
+
+test('URL normalisation: fragment, tracking parameters, host case, default port, trailing slash', () => {
+  const key = (raw: string) => pageKey(new URL(raw));
+  assert.equal(key('HTTPS://Hotel.Example:443/Rooms/?utm_source=x&b=2&a=1&gclid=z&fbclid=y#top'), 'https://hotel.example/Rooms?a=1&b=2');
+  assert.equal(key('http://hotel.example:80/'), 'http://hotel.example/');
+  assert.equal(key('https://hotel.example/rooms?utm_medium=mail'), 'https://hotel.example/rooms');
+  assert.equal(cleanUrl(new URL('https://hotel.example/rooms/?utm_x=1#a')).href, 'https://hotel.example/rooms/', 'requests keep the slash the site uses');
+  assert.equal(siteOf(new URL('https://www.hotel.example/x')), siteOf(new URL('http://hotel.example/')));
+  assert.notEqual(siteOf(new URL('https://blog.hotel.example/')), siteOf(new URL('https://hotel.example/')));
+  assert.notEqual(siteOf(new URL('http://127.0.0.1:81/')), siteOf(new URL('http://127.0.0.1:82/')));
+  assert.equal(pathOf(new URL('https://hotel.example/blog/')), '/blog');
+  assert.equal(pathOf(new URL('https://hotel.example/')), '/');
+});
+
+test('crawlable URLs with the escape hatch off: http(s) on default ports to public hosts only', () => {
+  for (const ok of ['http://hotel.example/', 'https://hotel.example/a', 'https://93.184.216.34/', 'https://hotel.example:443/']) {
+    assert.doesNotThrow(() => checkCrawlUrl(ok, false), ok);
+  }
+  for (const bad of [
+    'ftp://hotel.example/', 'https://u:p@hotel.example/', 'http://127.0.0.1/', 'http://10.1.2.3/', 'http://localhost/', 'http://printer.local/',
+    'http://[::1]/', 'https://hotel.example:8443/', 'http://169.254.169.254/latest', `https://hotel.example/${'a'.repeat(2050)}`, 'nonsense',
+  ]) {
+    assert.throws(() => checkCrawlUrl(bad, false), bad);
+  }
+  assert.doesNotThrow(() => checkCrawlUrl('http://127.0.0.1:8080/', true));
+});
+
+test('every request goes through the SSRF guard: a public name resolving to loopback is blocked', async () => {
+  const site = await startSite({ '/robots.txt': { body: 'User-agent: *\nDisallow: /\n' } });
+  closers.push(() => site.close());
+  const resolver = async () => [{ address: '127.0.0.1', family: 4 as const }];
+  const guarded = fetcher(false, resolver);
+  await assert.rejects(guarded.get(new URL('http://public.example/'), () => true, '*/*'), (e: unknown) => e instanceof CrawlFetchError && e.code === 'blocked_destination');
+  const robots = await loadRobots('http://public.example', { fetcher: guarded, allowPrivate: false, agentToken: 'm2m-knowledge-crawler', maxDelayMs: 1000 });
+  assert.equal(robots.kind, 'disallow_all', 'robots.txt unreachable → nothing may be crawled');
+  assert.equal(site.requests.length, 0);
+});
+
+test('robots.txt: groups for our agent, longest match, Allow wins ties, Crawl-delay capped, sitemaps; 4xx allows all', async () => {
+  const site = await startSite({
+    '/robots.txt': {
+      body: [
+        'User-agent: *', 'Disallow: /', '',
+        'User-agent: M2M-Knowledge-Crawler', 'Disallow: /private', 'Allow: /private/ok', 'Disallow: /*.pdf$', 'Crawl-delay: 30', '',
+        'Sitemap: http://127.0.0.1/sitemap-a.xml',
+      ].join('\n'),
+    },
+  });
+  closers.push(() => site.close());
+  const f = fetcher(true);
+  const robots = await loadRobots(site.origin, { fetcher: f, allowPrivate: true, agentToken: 'm2m-knowledge-crawler', maxDelayMs: 5000 });
+  const allows = (path: string) => robots.allows(new URL(path, site.origin));
+  assert.equal(allows('/rooms'), true);
+  assert.equal(allows('/private/x'), false);
+  assert.equal(allows('/private/ok/page'), true);
+  assert.equal(allows('/menu.pdf'), false);
+  assert.equal(allows('/menu.pdf?x=1'), true);
+  assert.equal(robots.crawlDelayMs, 5000, 'capped at CRAWL_MAX_DELAY_MS');
+  assert.deepEqual(robots.sitemaps, ['http://127.0.0.1/sitemap-a.xml']);
+
+  site.routes['/robots.txt'] = { status: 403, body: 'no' };
+  const forbidden = await loadRobots(site.origin, { fetcher: f, allowPrivate: true, agentToken: 'm2m-knowledge-crawler', maxDelayMs: 0 });
+  assert.equal(forbidden.kind, 'allow_all');
+  site.routes['/robots.txt'] = { status: 500, body: 'no' };
+  assert.equal((await loadRobots(site.origin, { fetcher: f, allowPrivate: true, agentToken: 'm2m-knowledge-crawler', maxDelayMs: 0 })).kind, 'disallow_all');
+});
+
+test('sitemaps: url sets, indexes and gzip files, same site only', async () => {
+  assert.deepEqual(parseSitemap('<urlset><url><loc> https://a.example/x?a=1&amp;b=2 </loc></url><url><loc><![CDATA[https://a.example/y]]></loc></url></urlset>'), {
+    index: false,
+    locs: ['https://a.example/x?a=1&b=2', 'https://a.example/y'],
+  });
+  const site = await startSite({});
+  closers.push(() => site.close());
+  site.routes['/sitemap.xml'] = { body: `<sitemapindex><sitemap><loc>${site.origin}/a.xml.gz</loc></sitemap><sitemap><loc>https://other.example/s.xml</loc></sitemap></sitemapindex>` };
+  site.routes['/a.xml.gz'] = { headers: { 'content-type': 'application/gzip' }, body: gzipSync(`<urlset><url><loc>${site.origin}/one</loc></url><url><loc>https://other.example/two</loc></url></urlset>`) };
+  const urls = await sitemapUrls([new URL('/sitemap.xml', site.origin)], {
+    fetcher: fetcher(true), allowPrivate: true, maxBytes: 100_000, sameSite: (u) => u.host === new URL(site.origin).host, allowed: async () => true, maxUrls: 10, maxFiles: 5,
+  });
+  assert.deepEqual(urls.map((u) => u.href), [`${site.origin}/one`]);
+});
+
+test('extraction: main content preferred, chrome dropped, body fallback, links, canonical, meta robots', () => {
+  const filler = 'Breakfast is served on the terrace from seven to eleven every day of the year. '.repeat(4);
+  const page = extractPage(`<html><head><title> Rooms &amp; Suites </title><link rel="Canonical" href="/rooms"><meta name="robots" content="NOFOLLOW"></head>
+    <body><header><a href="/a">Header link</a> Header words</header><nav>Menu words</nav>
+    <main><article><header><h1>Our rooms</h1></header><p>${filler}</p><aside>Related</aside><script>var x = "<p>no</p>";</script></article></main>
+    <footer>Footer words <a href="/b">B</a></footer></body></html>`);
+  assert.equal(page.title, 'Rooms & Suites');
+  assert.ok(page.text.startsWith('# Our rooms\n\nBreakfast'), page.text.slice(0, 40));
+  for (const word of ['Header words', 'Menu words', 'Footer words', 'Related', 'var x']) assert.ok(!page.text.includes(word), word);
+  assert.deepEqual(page.links, ['/a', '/b']);
+  assert.equal(page.canonical, '/rooms');
+  assert.equal(page.nofollow, true);
+  assert.equal(page.noindex, false);
+
+  const bare = extractPage(`<html><body><header>Top</header><div><p>${filler}</p></div><main><p>Tiny</p></main></body></html>`);
+  assert.ok(bare.text.includes('Breakfast') && !bare.text.includes('Top'), 'a nearly empty <main> falls back to the body');
+  assert.ok(extractPage('<html><body><p>Hi</p></body></html>').text.length < 200);
+});
+
+test('selection rules: page and required rules first, then the longest path prefix, then defaultEnabled', () => {
+  const root = new URL('https://hotel.example/');
+  const rules = [
+    { kind: 'path' as const, key: '/blog', enabled: false },
+    { kind: 'path' as const, key: '/blog/news/', enabled: true },
+    { kind: 'page' as const, key: '/blog/news/old', enabled: false },
+    { kind: 'required' as const, key: 'https://www.hotel.example/terms', enabled: true },
+  ];
+  const on = (path: string, defaultEnabled = true) => {
+    const key = pageKey(new URL(path, root));
+    return isEnabled({ url: key, canonicalUrl: key, path: pathOf(new URL(path, root)) }, rules, defaultEnabled, root);
+  };
+  assert.equal(on('/blog'), false);
+  assert.equal(on('/blog/post'), false);
+  assert.equal(on('/blogger'), true, 'whole segments only');
+  assert.equal(on('/blog/news/today'), true, 'the longer prefix wins');
+  assert.equal(on('/blog/news/old'), false, 'an exact page rule wins');
+  assert.equal(on('/rooms', false), false);
+  assert.deepEqual(requiredUrls(rules, root).map((u) => u.href), ['https://www.hotel.example/terms']);
+});
+
+test('the local embedder is deterministic, normalised and ranks by shared words', async () => {
+  const embedder = new LocalEmbedder();
+  const [a, b, c] = await embedder.embed(['Breakfast on the terrace', 'breakfast ON the Terrace', 'Parking garage rates']);
+  assert.equal(a.length, 256);
+  assert.deepEqual(a, b);
+  const dot = (x: number[], y: number[]) => x.reduce((s, v, i) => s + v * y[i], 0);
+  assert.ok(Math.abs(dot(a, a) - 1) < 1e-9);
+  assert.ok(dot(a, c) < 0.5);
+  assert.equal(embedder.model, 'local-hash-256');
+});
+
+test('the OpenAI-compatible embedder: request shape, ordering by index, errors', async () => {
+  const receiver = await startReceiver((req, res, received) => {
+    const body = JSON.parse(received.body);
+    if (body.input.includes('fail')) return void res.writeHead(400).end('{"error":"bad"}');
+    const data = body.input.map((_: string, i: number) => ({ index: i, embedding: [i, 1] })).reverse();
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ data }));
+  });
+  closers.push(() => receiver.close());
+  const remote = new RemoteEmbedder({ url: receiver.url, apiKey: 'sk-test', model: 'text-embedding-3-small', timeoutMs: 2000 });
+  assert.deepEqual(await remote.embed(['a', 'b']), [[0, 1], [1, 1]]);
+  assert.equal(receiver.received[0].headers.authorization, 'Bearer sk-test');
+  assert.deepEqual(JSON.parse(receiver.received[0].body), { model: 'text-embedding-3-small', input: ['a', 'b'] });
+  await assert.rejects(remote.embed(['fail']), EmbeddingError);
+});
+
+test('the host gate: at most `limit` at once; with a delay one at a time, spaced', async () => {
+  const gate = new HostGate(2, 0);
+  let active = 0;
+  let peak = 0;
+  const work = () => gate.run(async () => {
+    peak = Math.max(peak, ++active);
+    await new Promise((r) => setTimeout(r, 20));
+    active -= 1;
+  });
+  await Promise.all(Array.from({ length: 6 }, work));
+  assert.equal(peak, 2);
+  const spaced = new HostGate(4, 60);
+  const starts: number[] = [];
+  await Promise.all(Array.from({ length: 3 }, () => spaced.run(async () => void starts.push(Date.now()))));
+  assert.ok(starts[1] - starts[0] >= 55 && starts[2] - starts[1] >= 55, String(starts.map((s) => s - starts[0])));
+});
