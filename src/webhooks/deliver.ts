@@ -79,7 +79,8 @@ export class WebhookDispatcher {
     this.loop = new WorkLoop({
       pollIntervalMs: options.pollIntervalMs,
       maxInFlight: options.maxInFlight,
-      claim: (limit) => this.claim(limit),
+      // Batches no larger than one host's cap, so a single busy destination never claims rows only to hand them back.
+      claim: (limit) => this.claim(Math.min(limit, options.maxInFlightPerHost)),
       onError: (error) => this.log.error({ err: error }, 'webhook dispatcher error'),
     });
   }
