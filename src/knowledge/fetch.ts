@@ -1,6 +1,7 @@
 import { Agent, request } from 'undici';
 import { guardedConnector } from '../webhooks/http-client.js';
 import { BlockedDestinationError, validateWebhookUrl, type Resolver } from '../webhooks/ssrf.js';
+import { errorChain } from '../util/error-chain.js';
 
 export type FetchFailureCode = 'invalid_url' | 'blocked_destination' | 'http_status' | 'redirect' | 'too_large' | 'timeout' | 'connection';
 
@@ -33,16 +34,6 @@ export interface Fetched {
   body: Buffer;
 }
 
-function chain(err: unknown): Array<{ code?: unknown; name?: unknown; cause?: unknown }> {
-  const out: Array<{ code?: unknown; name?: unknown; cause?: unknown }> = [];
-  let current: unknown = err;
-  while (typeof current === 'object' && current !== null && out.length < 8) {
-    const e = current as { code?: unknown; name?: unknown; cause?: unknown; errors?: unknown };
-    out.push(e);
-    current = e.cause ?? (Array.isArray(e.errors) ? e.errors[0] : undefined);
-  }
-  return out;
-}
 
 /** Checks a URL against the destination rules (https on 443 and a public host unless private destinations are allowed). */
 export function checkFetchUrl(raw: string, allowPrivate: boolean): URL {
@@ -115,7 +106,7 @@ export class GuardedFetcher {
       }
     } catch (error) {
       if (error instanceof FetchFailure) throw error;
-      const errors = chain(error);
+      const errors = errorChain(error);
       if (errors.some((e) => e instanceof BlockedDestinationError || e.code === 'BLOCKED_DESTINATION')) {
         const blocked = errors.find((e) => e instanceof BlockedDestinationError) as Error | undefined;
         throw new FetchFailure('blocked_destination', blocked?.message ?? 'destination is not allowed', true);

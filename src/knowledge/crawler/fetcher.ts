@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream';
 import { Agent, request } from 'undici';
 import { guardedConnector } from '../../webhooks/http-client.js';
 import { BlockedDestinationError, type Resolver } from '../../webhooks/ssrf.js';
+import { errorChain } from '../../util/error-chain.js';
 
 export type FetchErrorCode = 'blocked_destination' | 'timeout' | 'too_large' | 'connection';
 
@@ -42,16 +43,6 @@ function header(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-function chain(err: unknown): Array<{ code?: unknown; name?: unknown }> {
-  const out: Array<{ code?: unknown; name?: unknown }> = [];
-  let current: unknown = err;
-  while (typeof current === 'object' && current !== null && out.length < 8) {
-    const e = current as { code?: unknown; name?: unknown; cause?: unknown; errors?: unknown };
-    out.push(e);
-    current = e.cause ?? (Array.isArray(e.errors) ? e.errors[0] : undefined);
-  }
-  return out;
-}
 
 function decoder(encoding: string | undefined): NodeJS.ReadWriteStream | undefined {
   switch ((encoding ?? '').trim().toLowerCase()) {
@@ -117,7 +108,7 @@ export class CrawlFetcher {
       body?.on('error', () => undefined).destroy();
       if (signal?.aborted) throw signal.reason ?? error;
       if (error instanceof CrawlFetchError) throw error;
-      const errors = chain(error);
+      const errors = errorChain(error);
       if (errors.some((e) => e instanceof BlockedDestinationError || e.code === 'BLOCKED_DESTINATION')) {
         const blocked = errors.find((e) => e instanceof BlockedDestinationError) as Error | undefined;
         throw new CrawlFetchError('blocked_destination', blocked?.message ?? 'destination is not allowed');
