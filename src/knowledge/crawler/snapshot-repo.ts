@@ -1,5 +1,6 @@
 import type { Queryable } from '../../db/driver.js';
 import type { CreatedBy } from '../repo.js';
+import type { PageRow } from '../website-repo.js';
 
 export interface NewPage {
   id: string;
@@ -15,15 +16,7 @@ export interface NewPage {
   tokens: number;
 }
 
-export interface SnapshotPage {
-  id: string;
-  url: string;
-  canonical_url: string;
-  path: string;
-  enabled: boolean;
-  chunk_count: number;
-  tokens: number;
-}
+export type SnapshotPage = Pick<PageRow, 'id' | 'url' | 'canonical_url' | 'path' | 'enabled' | 'chunk_count' | 'tokens'>;
 
 export interface ReusablePage {
   id: string;
