@@ -10,6 +10,8 @@ export interface Config {
   /** PostgreSQL schema to use (tests give each run its own); default `public`. */
   databaseSchema: string | undefined;
   dataDir: string;
+  /** Where uploaded knowledge bytes live (BLOB_STORE): files under DATA_DIR/blobs (in memory with memory://), or an S3 bucket. */
+  blobStore: { kind: 'filesystem' } | S3Config;
   adminToken: string | undefined;
   mcpEnabled: boolean;
   allowPrivateDestinations: boolean;
@@ -20,6 +22,8 @@ export interface Config {
   secretKey: Buffer | undefined;
   rateLimitRps: number;
   rateLimitBurst: number;
+  /** How long a resolved API key may be served from memory (0: never); key changes clear it at once. */
+  apiKeyCacheTtlMs: number;
   jobPollIntervalMs: number;
   logLevel: string;
   channelProvider: 'sandbox' | 'whatsapp';
@@ -48,6 +52,21 @@ export interface Config {
   };
   /** An OpenAI-compatible embeddings endpoint; unset: the local hashing embedder. */
   embeddings: { url: string; apiKey: string | undefined; model: string; timeoutMs: number } | undefined;
+}
+
+/** BLOB_STORE=s3: an S3 or S3-compatible (MinIO, R2, ...) bucket. */
+export interface S3Config {
+  kind: 's3';
+  bucket: string;
+  region: string;
+  /** Unset: AWS S3 itself. */
+  endpoint: string | undefined;
+  forcePathStyle: boolean;
+  /** Both set, or both unset (then the AWS SDK's default credential chain: AWS_* variables, profile, instance role). */
+  accessKeyId: string | undefined;
+  secretAccessKey: string | undefined;
+  /** Prepended to every key with a `/`, without leading or trailing slashes. */
+  prefix: string | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -120,6 +139,37 @@ function embeddings(env: Env): Config['embeddings'] {
   return { url, apiKey: env.EMBEDDINGS_API_KEY || undefined, model: env.EMBEDDINGS_MODEL || 'text-embedding-3-small', timeoutMs: int(env, 'EMBEDDINGS_TIMEOUT_MS', 30_000, 100, 300_000) };
 }
 
+function blobStore(env: Env): Config['blobStore'] {
+  const kind = env.BLOB_STORE || 'filesystem';
+  if (kind === 'filesystem') return { kind };
+  if (kind !== 's3') throw new ConfigError(`BLOB_STORE must be filesystem or s3, got "${kind}"`);
+  const bucket = env.S3_BUCKET;
+  if (!bucket) throw new ConfigError('BLOB_STORE=s3 needs S3_BUCKET (the bucket that keeps uploaded knowledge files)');
+  if (!/^[A-Za-z0-9._-]{3,255}$/.test(bucket)) throw new ConfigError(`S3_BUCKET must be a bucket name (letters, digits, ".", "-", "_"), got "${bucket}"`);
+  const region = env.S3_REGION || 'us-east-1';
+  if (!/^[a-z0-9-]{1,64}$/.test(region)) throw new ConfigError(`S3_REGION must be a region name such as us-east-1 (or auto for R2), got "${region}"`);
+  const endpoint = env.S3_ENDPOINT || undefined;
+  if (endpoint !== undefined) {
+    try {
+      const parsed = new URL(endpoint);
+      if ((parsed.protocol !== 'http:' && parsed.protocol !== 'https:') || parsed.username || parsed.password) throw new Error('endpoint');
+    } catch {
+      // The value is not echoed: it may hold credentials.
+      throw new ConfigError('S3_ENDPOINT must be an http(s) URL without credentials in it, such as https://minio.internal:9000');
+    }
+  }
+  const accessKeyId = env.S3_ACCESS_KEY_ID || undefined;
+  const secretAccessKey = env.S3_SECRET_ACCESS_KEY || undefined;
+  if ((accessKeyId === undefined) !== (secretAccessKey === undefined)) {
+    throw new ConfigError('S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY go together: set both, or neither to use the AWS default credential chain');
+  }
+  const prefix = (env.S3_PREFIX ?? '').replace(/^\/+|\/+$/g, '') || undefined;
+  if (prefix !== undefined && (prefix.length > 512 || !/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/.test(prefix) || prefix.split('/').some((part) => part === '.' || part === '..'))) {
+    throw new ConfigError('S3_PREFIX must be path segments of letters, digits, ".", "-" and "_" separated by "/" (at most 512 characters)');
+  }
+  return { kind, bucket, region, endpoint, forcePathStyle: bool(env, 'S3_FORCE_PATH_STYLE'), accessKeyId, secretAccessKey, prefix };
+}
+
 export function loadConfig(env: Env = process.env, argv: string[] = process.argv.slice(2)): Config {
   const schema = env.DATABASE_SCHEMA || undefined;
   if (schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
@@ -132,6 +182,7 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
     databaseUrl: env.DATABASE_URL || undefined,
     databaseSchema: schema,
     dataDir: env.DATA_DIR || './data',
+    blobStore: blobStore(env),
     adminToken: env.ADMIN_TOKEN || undefined,
     mcpEnabled: bool(env, 'MCP_ENABLED'),
     allowPrivateDestinations: bool(env, 'UNSAFE_ALLOW_PRIVATE_DESTINATIONS'),
@@ -142,6 +193,7 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
     secretKey: secretKey(env),
     rateLimitRps: int(env, 'RATE_LIMIT_RPS', 20, 1, 1_000_000),
     rateLimitBurst: int(env, 'RATE_LIMIT_BURST', 100, 1, 1_000_000),
+    apiKeyCacheTtlMs: int(env, 'API_KEY_CACHE_TTL_MS', 10_000, 0, 300_000),
     jobPollIntervalMs: int(env, 'JOB_POLL_INTERVAL_MS', 1000, 10, 60_000),
     logLevel: env.LOG_LEVEL || 'info',
     channelProvider: channelProvider(env),

@@ -55,6 +55,7 @@ export async function createRuntime(config: Config, options: { clock?: Clock; lo
   }
   const services = createServices({ config, db, clock, keyring, log });
   const app = await buildApp(services, log);
+  await services.apiKeys.start();
   const runner = new JobRunner(db, clock, log.child({ component: 'jobs' }), { pollIntervalMs: config.jobPollIntervalMs });
   registerMaintenance(runner, { db, webhooks: services.webhooks });
   const provider: ChannelProvider =
@@ -98,9 +99,11 @@ export async function createRuntime(config: Config, options: { clock?: Clock; lo
     },
     async close(graceMs = 10_000) {
       await app.close();
+      services.apiKeys.stop();
       if (workersStarted) await Promise.all([runner.stop(graceMs), dispatcher.stop(graceMs)]);
       await knowledgeFetcher.close();
       await crawlWorker.close();
+      await services.blobs.close?.();
       await db.close();
     },
   };

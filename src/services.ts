@@ -47,12 +47,12 @@ export interface Services {
 
 export function createServices(deps: { config: Config; db: Db; clock: Clock; keyring: Keyring; log: Logger }): Services {
   const { config, db, clock, keyring, log } = deps;
-  const apiKeys = new ApiKeyService(db, clock);
+  const apiKeys = new ApiKeyService(db, clock, { cacheTtlMs: config.apiKeyCacheTtlMs });
   const cursors = new Cursors(keyring.signingKey);
   const webhooks = new WebhookService({ db, clock, keyring, cursors, allowPrivateDestinations: config.allowPrivateDestinations });
   apiKeys.onChange((tx, change) => webhooks.onApiKeyChanged(tx, change));
   const outbound = new OutboundQueue(config.channelProvider, config.sendMaxAttempts);
-  const blobs = createBlobStore(config.dataDir);
+  const blobs = createBlobStore(config);
   return {
     ...deps,
     cursors,

@@ -10,7 +10,8 @@ let tenant: { tenantId: string; key: string };
 
 const ENV = {
   UNSAFE_ALLOW_PRIVATE_DESTINATIONS: 'true',
-  CRAWL_FETCH_TIMEOUT_MS: '400',
+  // Generous for a loaded CI machine; the slow page waits well past it.
+  CRAWL_FETCH_TIMEOUT_MS: '2000',
   CRAWL_CONCURRENCY_PER_HOST: '3',
 };
 
@@ -40,7 +41,7 @@ function routes(origin: string) {
     '/new': html(page('New page', prose('The new page'))),
     '/dup': html(page('About us (print)', prose('About the hotel'), [], `<link rel="canonical" href="${origin}/about">`)),
     '/broken': { status: 500, body: 'boom' },
-    '/slow': { ...html(page('Slow', prose('Slow'))), delayMs: 1500 },
+    '/slow': { ...html(page('Slow', prose('Slow'))), delayMs: 5000 },
     '/thin': html('<html><body><main><p>Hi</p></main></body></html>'),
     '/offsite': html(page('Off site', prose('Off site'))),
     '/blog': html(page('Blog', prose('Blog'), ['/blog/post-1'])),
@@ -104,6 +105,7 @@ test('the crawl: depth, robots, sitemap, redirects, canonical duplicates, failur
   assert.equal(job.snapshotPages, 8);
   assert.equal(item.status, 'idle');
   assert.equal(item.currentGenerationId, job.websiteGenerationId);
+  assert.deepEqual(item.latestJob, job, 'the inventory item carries its latest crawl job, as GET /knowledge/url/crawl/{jobId} shows it');
   assert.equal(item.totalPages, 8);
   assert.equal(item.enabledPages, 8);
   const chunks = item.pages.reduce((sum, p) => sum + p.chunkCount, 0);
@@ -163,6 +165,7 @@ test('a recrawl with one page changed re-embeds only that page; the previous gen
   assert.equal(job.status, 'completed', JSON.stringify(job));
 
   const after = await websiteItem(app, tenant.key, websiteId);
+  assert.equal((after.latestJob as JobBody).jobId, queued.jobId, 'latestJob follows the newest crawl');
   const aboutAfter = after.pages.find((p) => p.path === '/about')!;
   assert.equal(job.progress.chunksEmbedded, aboutAfter.chunkCount, 'only the changed page was embedded');
   assert.notEqual(aboutAfter.sourceId, aboutBefore.sourceId, 'each generation has its own page rows');

@@ -81,7 +81,7 @@ test('HTML to text keeps headings and lists, drops scripts, styles, navigation a
 test('the filesystem blob store writes atomically under DATA_DIR/blobs and refuses odd keys', async () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'm2m-blobs-'));
   try {
-    const store = createBlobStore(dir);
+    const store = createBlobStore({ dataDir: dir, blobStore: { kind: 'filesystem' } });
     assert.ok(store instanceof FsBlobStore);
     await store.put('ten_1/ks_1', Buffer.from('hello'));
     assert.equal((await store.get('ten_1/ks_1'))?.toString(), 'hello');
@@ -90,7 +90,7 @@ test('the filesystem blob store writes atomically under DATA_DIR/blobs and refus
     await store.delete('ten_1/ks_1');
     assert.equal(await store.get('ten_1/ks_1'), undefined);
     await assert.rejects(store.put('../escape', Buffer.from('x')), /invalid blob key/);
-    assert.equal(createBlobStore('memory://').kind, 'memory');
+    assert.equal(createBlobStore({ dataDir: 'memory://', blobStore: { kind: 'filesystem' } }).kind, 'memory');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

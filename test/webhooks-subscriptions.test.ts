@@ -351,6 +351,35 @@ describe('webhook subscriptions', () => {
       for (let i = 1; i < seen.length; i++) assert.ok(seen[i - 1].createdAt > seen[i].createdAt);
     });
 
+    test('rows created within one millisecond page exactly (the cursor keeps microseconds)', async () => {
+      const { tenantId: otherTenant, key: otherKey } = await app.tenantWithKey(FULL_WEBHOOK_SCOPES);
+      const other = (await createSubscription(app, otherKey, { url: 'http://127.0.0.1:9/never-called', events: ['message.created'] })).subscriptionId;
+      for (let i = 0; i < 4; i++) await emitEvent(app, otherTenant, 'message.created', { messageId: `u${i}`, conversationId: 'c1', direction: 'inbound', channel: 'whatsapp' });
+      // Timestamps written by SQL carry microseconds: .000100 … .000400 within one millisecond, ids in the opposite order.
+      await app.runtime.services.db.query(
+        `UPDATE webhook_deliveries d SET created_at = '2026-01-01T00:00:00Z'::timestamptz + (n.rank * interval '100 microseconds')
+         FROM (SELECT id, row_number() OVER (ORDER BY id DESC) AS rank FROM webhook_deliveries WHERE subscription_id = $1) n
+         WHERE d.id = n.id`,
+        [other],
+      );
+      const expected = (await app.runtime.services.db.query<{ id: string }>(
+        'SELECT id FROM webhook_deliveries WHERE subscription_id = $1 ORDER BY created_at DESC, id DESC',
+        [other],
+      )).map((row) => row.id);
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      for (let guard = 0; guard < 6; guard++) {
+        const response = await app.api(otherKey, 'GET', `/webhooks/${other}/deliveries?limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+        assert.equal(response.statusCode, 200, response.body);
+        const body = response.json() as { deliveries: DeliveryBody[]; nextCursor?: string; hasMore: boolean };
+        seen.push(...body.deliveries.map((d) => d.deliveryId));
+        for (const d of body.deliveries) assert.equal(d.createdAt, '2026-01-01T00:00:00.000Z');
+        if (!body.hasMore) break;
+        cursor = body.nextCursor;
+      }
+      assert.deepEqual(seen, expected, 'every delivery once, newest first');
+    });
+
     test('the status filter pages too, and a cursor keeps its filter', async () => {
       const first = await page('limit=4&status=pending');
       assert.equal(first.deliveries.length, 4);

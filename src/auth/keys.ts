@@ -4,6 +4,7 @@ import type { Db, Tx } from '../db/driver.js';
 import { DomainError, invalid, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import { iso } from '../util/time.js';
+import { KeyCache, type CachedKey } from './key-cache.js';
 import { isScope } from './scopes.js';
 
 export const KEY_PREFIX = 'm2m_live_';
@@ -65,13 +66,32 @@ function checkScopes(scopes: string[]): string[] {
   return [...new Set(scopes)].sort();
 }
 
+/** Wakes every node's key cache when a key changes. */
+export const API_KEYS_CHANNEL = 'api-keys';
+
 export class ApiKeyService {
   private readonly hooks: KeyChangeHook[] = [];
+  private readonly cache: KeyCache;
+  private unlisten: (() => void) | undefined;
 
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
-  ) {}
+    options: { cacheTtlMs?: number } = {},
+  ) {
+    this.cache = new KeyCache(options.cacheTtlMs ?? 0);
+  }
+
+  /** Starts listening for key changes made by other nodes (required before the cache is used). */
+  async start(): Promise<void> {
+    if (this.cache.enabled && !this.unlisten) this.unlisten = await this.db.listen(API_KEYS_CHANNEL, () => this.cache.clear());
+  }
+
+  stop(): void {
+    this.unlisten?.();
+    this.unlisten = undefined;
+    this.cache.clear();
+  }
 
   onChange(hook: KeyChangeHook): void {
     this.hooks.push(hook);
@@ -80,14 +100,24 @@ export class ApiKeyService {
   /** Resolves a bearer key to its principal; undefined for unknown, revoked or expired keys. */
   async authenticate(key: string): Promise<Principal | undefined> {
     if (!key.startsWith(KEY_PREFIX) || key.length > 200) return undefined;
+    const hash = hashKey(key);
+    const found = (this.unlisten && this.cache.get(hash)) || (await this.lookup(hash));
+    if (!found || found.revoked) return undefined;
+    if (found.expiresAt && found.expiresAt.getTime() <= this.clock.now().getTime()) return undefined;
+    return { apiKeyId: found.id, apiKeyName: found.name, tenantId: found.tenantId, scopes: found.scopes };
+  }
+
+  private async lookup(hash: string): Promise<CachedKey | undefined> {
+    const snapshot = this.cache.snapshot();
     const rows = await this.db.query<Pick<KeyRow, 'id' | 'name' | 'tenant_id' | 'scopes' | 'expires_at' | 'revoked_at'>>(
       'SELECT id, name, tenant_id, scopes, expires_at, revoked_at FROM api_keys WHERE key_hash = $1',
-      [hashKey(key)],
+      [hash],
     );
     const row = rows[0];
-    if (!row || row.revoked_at) return undefined;
-    if (row.expires_at && row.expires_at.getTime() <= this.clock.now().getTime()) return undefined;
-    return { apiKeyId: row.id, apiKeyName: row.name, tenantId: row.tenant_id, scopes: row.scopes };
+    if (!row) return undefined;
+    const found = { id: row.id, name: row.name, tenantId: row.tenant_id, scopes: row.scopes, expiresAt: row.expires_at, revoked: row.revoked_at !== null };
+    if (this.unlisten) this.cache.set(hash, found, snapshot);
+    return found;
   }
 
   async create(tenantId: string, input: { name: string; scopes: string[]; expiresAt?: string }): Promise<ApiKeyView & { key: string }> {
@@ -127,6 +157,8 @@ export class ApiKeyService {
       for (const hook of this.hooks) {
         await hook(tx, { tenantId, apiKeyId, scopes: row.scopes, revoked: row.revoked_at !== null });
       }
+      // Every node (this one included, at commit) drops its cached keys.
+      tx.notify(API_KEYS_CHANNEL);
       return toView(row);
     });
   }

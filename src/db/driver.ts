@@ -100,6 +100,7 @@ class PostgresDb implements Db {
   private readonly signals = new LocalSignals();
   private listener: pg.Client | undefined;
   private readonly listened = new Set<string>();
+  private closing = false;
   constructor(private readonly pool: pg.Pool, readonly schema: string, private readonly clientConfig: pg.ClientConfig) {}
 
   async query<T>(sql: string, params?: readonly unknown[]): Promise<T[]> {
@@ -138,24 +139,65 @@ class PostgresDb implements Db {
 
   async listen(channel: string, onWake: () => void): Promise<() => void> {
     const off = this.signals.on(channel, onWake);
+    const isNew = !this.listened.has(channel);
+    this.listened.add(channel);
     if (!this.listener) {
-      this.listener = new pg.Client(this.clientConfig);
-      this.listener.on('notification', (message) => {
-        const prefix = `${this.schema}.`;
-        if (message.channel.startsWith(prefix)) this.signals.emit(message.channel.slice(prefix.length));
-      });
-      // A lost listener only delays wake-ups: workers also poll.
-      this.listener.on('error', () => undefined);
-      await this.listener.connect();
-    }
-    if (!this.listened.has(channel)) {
-      this.listened.add(channel);
-      await this.listener.query(`LISTEN "${this.channelName(channel).replace(/"/g, '')}"`);
+      await this.connectListener();
+    } else if (isNew) {
+      await this.listener.query(this.listenSql(channel));
     }
     return off;
   }
 
+  private listenSql(channel: string): string {
+    return `LISTEN "${this.channelName(channel).replace(/"/g, '')}"`;
+  }
+
+  private async connectListener(): Promise<void> {
+    const client = new pg.Client(this.clientConfig);
+    this.listener = client;
+    client.on('notification', (message) => {
+      const prefix = `${this.schema}.`;
+      if (message.channel.startsWith(prefix)) this.signals.emit(message.channel.slice(prefix.length));
+    });
+    client.on('error', () => this.listenerLost(client));
+    client.on('end', () => this.listenerLost(client));
+    try {
+      await client.connect();
+      for (const channel of this.listened) await client.query(this.listenSql(channel));
+    } catch (error) {
+      if (this.listener === client) this.listener = undefined;
+      client.removeAllListeners('end');
+      client.end().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /**
+   * The LISTEN connection broke (server restart, network): notifications sent meanwhile are lost, so every
+   * listener is woken once (workers poll, caches clear) and the connection is re-established with backoff.
+   */
+  private listenerLost(client: pg.Client): void {
+    if (this.listener !== client || this.closing) return;
+    this.listener = undefined;
+    client.end().catch(() => undefined);
+    for (const channel of this.listened) this.signals.emit(channel);
+    const retry = (delayMs: number) => {
+      const timer = setTimeout(() => {
+        if (this.closing || this.listener) return;
+        this.connectListener()
+          .then(() => {
+            for (const channel of this.listened) this.signals.emit(channel);
+          })
+          .catch(() => retry(Math.min(delayMs * 2, 30_000)));
+      }, delayMs);
+      timer.unref();
+    };
+    retry(500);
+  }
+
   async close(): Promise<void> {
+    this.closing = true;
     await this.listener?.end().catch(() => undefined);
     await this.pool.end();
   }

@@ -1,22 +1,27 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import type { Config } from '../config.js';
+import { S3BlobStore } from './s3-blob-store.js';
 
 /**
  * Where uploaded bytes (assets and file sources) live; the database keeps only the key. Keys are
  * `<tenantId>/<sourceId>`: written once, never changed, deleted with their source.
  */
 export interface BlobStore {
-  readonly kind: 'filesystem' | 'memory';
+  readonly kind: 'filesystem' | 'memory' | 's3';
   put(key: string, bytes: Buffer): Promise<void>;
   /** The bytes, or undefined when nothing is stored under the key. */
   get(key: string): Promise<Buffer | undefined>;
   delete(key: string): Promise<void>;
+  /** Releases connections (stores that hold any). */
+  close?(): Promise<void>;
 }
 
 const KEY = /^[A-Za-z0-9_-]{1,128}(\/[A-Za-z0-9_-]{1,128}){0,3}$/;
 
-function checkKey(key: string): string {
+/** Every store refuses keys outside `segment(/segment){0,3}` of `[A-Za-z0-9_-]`: no dots, so no `..`, no odd bytes. */
+export function checkKey(key: string): string {
   if (!KEY.test(key)) throw new Error(`invalid blob key "${key}"`);
   return key;
 }
@@ -75,8 +80,13 @@ export class MemoryBlobStore implements BlobStore {
   }
 }
 
-/** The filesystem store under DATA_DIR, or the in-memory one when DATA_DIR is memory://. */
-export function createBlobStore(dataDir: string): BlobStore {
-  if (dataDir.startsWith('memory://')) return new MemoryBlobStore();
-  return new FsBlobStore(path.resolve(dataDir, 'blobs'));
+/**
+ * The store BLOB_STORE chose: an S3 bucket, or the filesystem under DATA_DIR (the in-memory store when
+ * DATA_DIR is memory://).
+ */
+export function createBlobStore(config: Pick<Config, 'dataDir' | 'blobStore'>): BlobStore {
+  const { blobStore } = config;
+  if (blobStore.kind === 's3') return new S3BlobStore(blobStore);
+  if (config.dataDir.startsWith('memory://')) return new MemoryBlobStore();
+  return new FsBlobStore(path.resolve(config.dataDir, 'blobs'));
 }

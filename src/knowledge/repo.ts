@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/driver.js';
+import { cursorText, isoText } from '../db/sql.js';
 import type { Chunk } from './chunker.js';
 
 export type SourceKind = 'text' | 'file' | 'url' | 'asset' | 'website' | 'website_page';
@@ -77,11 +78,6 @@ export interface InventoryFilter {
   propertyId?: string | null;
   /** A LIKE pattern (already escaped and lowercased) for search_text. */
   pattern?: string;
-}
-
-/** A timestamptz as the API prints it (what iso() makes of a Date): UTC, milliseconds, Z. */
-function isoText(column: string): string {
-  return `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 }
 
 /** Columns every read returns: the source, its property's name. */
@@ -224,7 +220,7 @@ export const sourceRepo = {
     params.push(page.limit);
     // The inventory leaves out the full text (it carries `preview`); a text source may hold a megabyte.
     return db.query<InventoryRow>(
-      `SELECT to_char(s.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_key, s.id, s.tenant_id, s.kind, s.title, NULL AS text, s.url, s.active, s.property_id, p.name AS property_name, s.preview,
+      `SELECT ${cursorText('s.created_at')} AS created_key, s.id, s.tenant_id, s.kind, s.title, NULL AS text, s.url, s.active, s.property_id, p.name AS property_name, s.preview,
               s.chunk_count, s.tokens, s.ingest_status, s.file_name, s.file_content_type, s.file_size, s.description,
               s.media_type, s.validation_status, s.validation_findings, s.folder_id, s.created_by,
               ${isoText('s.created_at')} AS created_at, ${isoText('s.updated_at')} AS updated_at, ${isoText('s.uploaded_at')} AS uploaded_at

@@ -103,6 +103,7 @@ export const KnowledgeWebsite = Type.Object(
       Type.Object({ kind: StringEnum(['path', 'page', 'required']), key: Type.String({ maxLength: 2048 }), enabled: Type.Boolean() }, closed),
     ),
     currentGenerationId: Type.Optional(Id),
+    latestJob: Type.Optional(Type.Ref('KnowledgeCrawlJob')),
     totalPages: Count,
     enabledPages: Count,
     pages: Type.Optional(Type.Array(WebsitePage, { maxItems: 500 })),

@@ -11,6 +11,8 @@ import { FetchFailure, checkFetchUrl } from './fetch.js';
 import { sourceRepo, type CreatedBy, type InventoryFilter, type SourceKind, type SourceRow } from './repo.js';
 import { sourceView, websiteView } from './views.js';
 import { websiteRepo, type PageRow } from './website-repo.js';
+import { crawlRepo } from './crawler/crawl-repo.js';
+import { crawlJobView } from './crawler/view.js';
 
 export interface CreateSourceInput {
   sourceType: 'text' | 'file' | 'url';
@@ -144,6 +146,7 @@ export class KnowledgeService {
     const websites = await websiteRepo.bySourceIds(this.db, tenantId, websiteRows.map((row) => row.id));
     const bySource = new Map(websites.map((w) => [w.source_id, w]));
     const pages = await websiteRepo.currentPages(this.db, websites.map((w) => w.id));
+    const latestJobs = new Map((await crawlRepo.latestByWebsite(this.db, websites.map((w) => w.id))).map((job) => [job.website_id, job]));
     const pagesOf = new Map<string, PageRow[]>();
     for (const p of pages) {
       const list = pagesOf.get(p.website_id);
@@ -157,7 +160,9 @@ export class KnowledgeService {
         continue;
       }
       const website = bySource.get(row.id);
-      if (website) items.push(websiteView(row, website, pagesOf.get(website.id) ?? []));
+      if (!website) continue;
+      const latest = latestJobs.get(website.id);
+      items.push({ ...websiteView(row, website, pagesOf.get(website.id) ?? []), ...(latest ? { latestJob: crawlJobView(latest) } : {}) });
     }
     return items;
   }

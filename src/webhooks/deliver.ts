@@ -6,7 +6,8 @@ import type { Db } from '../db/driver.js';
 import { hasScope } from '../auth/scopes.js';
 import { WorkLoop } from '../jobs/work-loop.js';
 import { EVENT_SCOPES, WEBHOOKS_CHANNEL, type EventType } from './events.js';
-import { WebhookHttpClient, type FailureCode, type PostResult } from './http-client.js';
+import { WebhookHttpClient, type PostResult } from './http-client.js';
+import { OutcomeWriter } from './outcome-writer.js';
 import { signatureHeader } from './sign.js';
 import type { Resolver } from './ssrf.js';
 
@@ -60,6 +61,7 @@ export class WebhookDispatcher {
   private readonly loop: WorkLoop;
   private readonly perHost = new Map<string, number>();
   private readonly leaseMs: number;
+  private readonly outcomes: OutcomeWriter;
   private unlisten: (() => void) | undefined;
 
   constructor(
@@ -70,6 +72,7 @@ export class WebhookDispatcher {
   ) {
     this.workerId = options.workerId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.leaseMs = options.attemptTimeoutMs * 2 + 5_000;
+    this.outcomes = new OutcomeWriter(db, this.workerId);
     this.client = new WebhookHttpClient({
       allowPrivate: options.allowPrivateDestinations,
       timeoutMs: options.attemptTimeoutMs,
@@ -79,8 +82,7 @@ export class WebhookDispatcher {
     this.loop = new WorkLoop({
       pollIntervalMs: options.pollIntervalMs,
       maxInFlight: options.maxInFlight,
-      // Batches no larger than one host's cap, so a single busy destination never claims rows only to hand them back.
-      claim: (limit) => this.claim(Math.min(limit, options.maxInFlightPerHost)),
+      claim: (limit) => this.claim(limit),
       onError: (error) => this.log.error({ err: error }, 'webhook dispatcher error'),
     });
   }
@@ -101,24 +103,48 @@ export class WebhookDispatcher {
     await this.client.close();
   }
 
-  private saturatedHosts(): string[] {
-    return [...this.perHost].filter(([, n]) => n >= this.options.maxInFlightPerHost).map(([host]) => host);
+  /** Hosts with attempts in flight and how many more each may take before reaching its cap. */
+  private hostRoom(): { hosts: string[]; room: number[] } {
+    const hosts: string[] = [];
+    const room: number[] = [];
+    for (const [host, inFlight] of this.perHost) {
+      hosts.push(host);
+      room.push(Math.max(0, this.options.maxInFlightPerHost - inFlight));
+    }
+    return { hosts, room };
   }
 
+  /**
+   * Claims up to `limit` due deliveries, at most as many per host as that host has room for, so a busy
+   * destination never takes slots it cannot use (nothing is claimed only to be handed back). Candidates
+   * are read first without locks, ranked per host, then locked with SKIP LOCKED and re-checked, so two
+   * workers never claim the same row.
+   */
   private async claim(limit: number): Promise<Array<() => Promise<void>>> {
     const now = this.clock.now();
+    const { hosts, room } = this.hostRoom();
+    const full = hosts.filter((_, i) => room[i] === 0);
     const rows = await this.db.query<ClaimedDelivery>(
-      `WITH claimed AS (
+      `WITH candidates AS (
+         SELECT d2.id, d2.next_attempt_at, s2.host FROM webhook_deliveries d2
+         JOIN webhook_subscriptions s2 ON s2.id = d2.subscription_id
+         WHERE d2.status = 'pending' AND d2.next_attempt_at <= $3
+           AND (d2.locked_until IS NULL OR d2.locked_until < $3)
+           AND NOT (s2.host = ANY ($4::text[]))
+         ORDER BY d2.next_attempt_at
+         LIMIT $6
+       ), ranked AS (
+         SELECT c.id, c.next_attempt_at, row_number() OVER (PARTITION BY c.host ORDER BY c.next_attempt_at, c.id) AS n,
+                COALESCE(r.room, $7) AS room
+         FROM candidates c LEFT JOIN unnest($8::text[], $9::int[]) AS r(host, room) ON r.host = c.host
+       ), chosen AS (
+         SELECT id FROM ranked WHERE n <= room ORDER BY next_attempt_at LIMIT $5
+       ), claimed AS (
          UPDATE webhook_deliveries d SET locked_by = $1, locked_until = $2, updated_at = $3
          FROM (
-           SELECT d2.id FROM webhook_deliveries d2
-           JOIN webhook_subscriptions s2 ON s2.id = d2.subscription_id
-           WHERE d2.status = 'pending' AND d2.next_attempt_at <= $3
-             AND (d2.locked_until IS NULL OR d2.locked_until < $3)
-             AND NOT (s2.host = ANY ($4::text[]))
-           ORDER BY d2.next_attempt_at
-           LIMIT $5
-           FOR UPDATE OF d2 SKIP LOCKED) due
+           SELECT d3.id FROM webhook_deliveries d3
+           WHERE d3.id IN (SELECT id FROM chosen) AND d3.status = 'pending' AND (d3.locked_until IS NULL OR d3.locked_until < $3)
+           FOR UPDATE SKIP LOCKED) due
          WHERE d.id = due.id
          RETURNING d.id, d.tenant_id, d.event_id, d.event_type, d.subscription_id, d.cycle_attempts)
        SELECT c.id, c.tenant_id, c.event_id, c.event_type, c.cycle_attempts, e.body, s.url, s.host, s.active,
@@ -128,7 +154,7 @@ export class WebhookDispatcher {
        JOIN webhook_events e ON e.id = c.event_id
        JOIN webhook_subscriptions s ON s.id = c.subscription_id
        JOIN api_keys k ON k.id = s.owner_api_key_id`,
-      [this.workerId, new Date(now.getTime() + this.leaseMs), now, this.saturatedHosts(), limit],
+      [this.workerId, new Date(now.getTime() + this.leaseMs), now, full, limit, Math.min(limit * 4, 2_000), this.options.maxInFlightPerHost, hosts, room],
     );
     const units: Array<() => Promise<void>> = [];
     const overflow: string[] = [];
@@ -142,7 +168,7 @@ export class WebhookDispatcher {
       units.push(() => this.attempt(row).finally(() => this.release(row.host)));
     }
     if (overflow.length > 0) {
-      // One destination is at its cap: hand the rest back so other workers (or we, later) take them.
+      // Only if the per-host room changed between the query and now: hand the rest back at once.
       await this.db.query('UPDATE webhook_deliveries SET locked_by = NULL, locked_until = NULL WHERE id = ANY ($1::text[]) AND locked_by = $2', [
         overflow,
         this.workerId,
@@ -197,7 +223,7 @@ export class WebhookDispatcher {
     else log.info({ ...fields, error: result.errorMessage }, 'webhook attempt failed');
   }
 
-  /** Outcome and attempt record in one statement; the lease check keeps a late worker from overwriting. */
+  /** Outcome and attempt record, batched with other attempts; the lease check keeps a late worker from overwriting. */
   private async record(row: ClaimedDelivery, startedAt: Date, result: PostResult): Promise<void> {
     const now = this.clock.now();
     const failedInCycle = row.cycle_attempts + 1;
@@ -209,32 +235,17 @@ export class WebhookDispatcher {
       status = 'pending';
       nextAttemptAt = new Date(now.getTime() + retryDelay(this.options.retryDelaysMs, failedInCycle));
     }
-    const failureCode: FailureCode | null = result.ok ? null : (result.failureCode ?? 'connection');
-    await this.db.query(
-      `WITH updated AS (
-         UPDATE webhook_deliveries SET
-           status = $3, attempts = attempts + 1, cycle_attempts = cycle_attempts + 1,
-           next_attempt_at = $4, http_status = $5, failure_code = $6,
-           delivered_at = CASE WHEN $3 = 'delivered' THEN $7::timestamptz ELSE delivered_at END,
-           completed_at = CASE WHEN $3 = 'pending' THEN NULL ELSE $7::timestamptz END,
-           locked_by = NULL, locked_until = NULL, updated_at = $7
-         WHERE id = $1 AND locked_by = $2 AND status = 'pending'
-         RETURNING id)
-       INSERT INTO webhook_attempts (delivery_id, tenant_id, attempted_at, duration_ms, http_status, failure_code, error)
-       VALUES ($1, $8, $9, $10, $5, $6, $11)`,
-      [
-        row.id,
-        this.workerId,
-        status,
-        nextAttemptAt,
-        result.httpStatus ?? null,
-        failureCode,
-        now,
-        row.tenant_id,
-        startedAt,
-        Math.round(result.durationMs),
-        result.errorMessage ?? null,
-      ],
-    );
+    await this.outcomes.write({
+      deliveryId: row.id,
+      tenantId: row.tenant_id,
+      status,
+      nextAttemptAt,
+      httpStatus: result.httpStatus ?? null,
+      failureCode: result.ok ? null : (result.failureCode ?? 'connection'),
+      finishedAt: now,
+      startedAt,
+      durationMs: result.durationMs,
+      error: result.errorMessage ?? null,
+    });
   }
 }

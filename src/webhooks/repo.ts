@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/driver.js';
+import { epochMicros, epochMs } from '../db/sql.js';
 
 export interface SubscriptionRow {
   id: string;
@@ -28,6 +29,16 @@ export interface DeliveryRow {
   delivered_at: Date | null;
   created_at: Date;
   updated_at: Date;
+}
+
+/** A delivery as the list reads it: timestamps as epoch milliseconds, plus the exact cursor key (epoch µs). */
+export interface DeliveryListRow
+  extends Omit<DeliveryRow, 'tenant_id' | 'next_attempt_at' | 'delivered_at' | 'created_at' | 'updated_at'> {
+  next_attempt_at: number | null;
+  delivered_at: number | null;
+  created_at: number;
+  updated_at: number;
+  created_key: number;
 }
 
 export interface AttemptRow {
@@ -127,19 +138,33 @@ export const deliveryRepo = {
     return rows.length;
   },
 
-  async list(
+  /**
+   * One page of a live subscription's deliveries, newest first, in one round trip: undefined when the
+   * subscription does not exist for the tenant (or was deleted). Timestamps come back as epoch numbers.
+   */
+  async listPage(
     db: Queryable,
     tenantId: string,
     subscriptionId: string,
     filter: { status?: string; limit: number; after?: { createdAt: string; id: string } },
-  ): Promise<DeliveryRow[]> {
-    return db.query<DeliveryRow>(
-      `SELECT * FROM webhook_deliveries
-       WHERE tenant_id = $1 AND subscription_id = $2 AND ($3::text IS NULL OR status = $3)
-         AND ($4::timestamptz IS NULL OR (created_at, id) < ($4::timestamptz, $5::text))
-       ORDER BY created_at DESC, id DESC LIMIT $6`,
+  ): Promise<DeliveryListRow[] | undefined> {
+    // LEFT JOIN: a live subscription without deliveries still yields one row (all delivery columns NULL).
+    const rows = await db.query<Omit<DeliveryListRow, 'id'> & { id: string | null }>(
+      `SELECT s.id AS subscription_found, d.id, d.event_id, d.event_type, d.subscription_id, d.status, d.attempts, d.http_status, d.failure_code,
+              ${epochMs('d.next_attempt_at')} AS next_attempt_at, ${epochMs('d.delivered_at')} AS delivered_at,
+              ${epochMs('d.created_at')} AS created_at, ${epochMs('d.updated_at')} AS updated_at, ${epochMicros('d.created_at')} AS created_key
+       FROM (SELECT id FROM webhook_subscriptions WHERE id = $2 AND tenant_id = $1 AND ${live}) s
+       LEFT JOIN LATERAL (
+         SELECT * FROM webhook_deliveries
+         WHERE tenant_id = $1 AND subscription_id = s.id AND ($3::text IS NULL OR status = $3)
+           AND ($4::timestamptz IS NULL OR (created_at, id) < ($4::timestamptz, $5::text))
+         ORDER BY created_at DESC, id DESC LIMIT $6
+       ) d ON true
+       ORDER BY d.created_at DESC, d.id DESC`,
       [tenantId, subscriptionId, filter.status ?? null, filter.after?.createdAt ?? null, filter.after?.id ?? null, filter.limit],
     );
+    if (rows.length === 0) return undefined;
+    return rows.filter((row): row is DeliveryListRow => row.id !== null);
   },
 
   async get(db: Queryable, tenantId: string, subscriptionId: string, deliveryId: string): Promise<DeliveryRow | undefined> {

@@ -6,9 +6,9 @@ import { conflict, invalid, notFound } from '../errors.js';
 import type { Cursors } from '../http/cursor.js';
 import { newId } from '../ids.js';
 import { decryptSecret, encryptSecret, type Keyring } from '../secrets.js';
-import { iso } from '../util/time.js';
+import { iso, isoMicros } from '../util/time.js';
 import { EVENT_SCOPES, EVENT_TYPES, WEBHOOKS_CHANNEL, emit, requiredScopesFor, type EventType } from './events.js';
-import { deliveryRepo, subscriptionRepo, type AttemptRow, type DeliveryRow, type SubscriptionRow } from './repo.js';
+import { deliveryRepo, subscriptionRepo, type AttemptRow, type DeliveryListRow, type DeliveryRow, type SubscriptionRow } from './repo.js';
 import { newWebhookSecret } from './sign.js';
 import { validateWebhookUrl } from './ssrf.js';
 
@@ -29,7 +29,7 @@ export function subscriptionView(row: SubscriptionRow, secret?: string) {
   };
 }
 
-export function deliveryView(row: DeliveryRow) {
+export function deliveryView(row: DeliveryRow | DeliveryListRow) {
   return {
     deliveryId: row.id,
     eventId: row.event_id,
@@ -186,19 +186,29 @@ export class WebhookService {
   }
 
   async listDeliveries(principal: Principal, subscriptionId: string, query: { status?: string; limit?: number; cursor?: string }) {
-    await this.require(this.deps.db, principal.tenantId, subscriptionId);
     const limit = query.limit ?? 50;
     const filters = { tenantId: principal.tenantId, subscriptionId, status: query.status ?? null };
-    const after = query.cursor ? this.deps.cursors.decode<{ createdAt: string; id: string }>('webhook-deliveries', filters, query.cursor) : undefined;
-    const rows = await deliveryRepo.list(this.deps.db, principal.tenantId, subscriptionId, { status: query.status, limit: limit + 1, after });
+    const after = query.cursor ? await this.deliveryCursor(principal, subscriptionId, filters, query.cursor) : undefined;
+    const rows = await deliveryRepo.listPage(this.deps.db, principal.tenantId, subscriptionId, { status: query.status, limit: limit + 1, after });
+    if (!rows) throw notFound('webhook subscription');
     const page = rows.slice(0, limit);
     const hasMore = rows.length > limit;
     const last = page[page.length - 1];
     return {
       deliveries: page.map(deliveryView),
-      ...(hasMore && last ? { nextCursor: this.deps.cursors.encode('webhook-deliveries', filters, { createdAt: iso(last.created_at), id: last.id }) } : {}),
+      ...(hasMore && last ? { nextCursor: this.deps.cursors.encode('webhook-deliveries', filters, { createdAt: isoMicros(last.created_key), id: last.id }) } : {}),
       hasMore,
     };
+  }
+
+  /** A missing subscription is 404 even when the cursor is bad too (the check costs a query only then). */
+  private async deliveryCursor(principal: Principal, subscriptionId: string, filters: unknown, cursor: string) {
+    try {
+      return this.deps.cursors.decode<{ createdAt: string; id: string }>('webhook-deliveries', filters, cursor);
+    } catch (error) {
+      await this.require(this.deps.db, principal.tenantId, subscriptionId);
+      throw error;
+    }
   }
 
   async getDelivery(principal: Principal, subscriptionId: string, deliveryId: string) {

@@ -18,6 +18,8 @@ export interface TestApp {
   api(key: string | undefined, method: string, url: string, body?: unknown, headers?: Record<string, string>): Promise<LightMyRequestResponse>;
   /** A new tenant with one key holding `scopes`. */
   tenantWithKey(scopes: string[]): Promise<{ tenantId: string; key: string; apiKeyId: string }>;
+  /** The database env this app runs on (pass as `sameDatabaseAs` to start a second node on it; PostgreSQL only). */
+  databaseEnv: Record<string, string>;
   close(): Promise<void>;
 }
 
@@ -26,10 +28,14 @@ export interface TestAppOptions {
   clock?: Clock;
   resolver?: Resolver;
   startWorkers?: boolean;
+  /** Run on another app's database instead of a fresh one (a second node; the first app drops it). */
+  sameDatabaseAs?: TestApp;
 }
 
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
-  const database = await isolatedDatabase();
+  const database = options.sameDatabaseAs
+    ? { env: options.sameDatabaseAs.databaseEnv, drop: async () => undefined }
+    : await isolatedDatabase();
   const config = loadConfig(
     {
       ADMIN_TOKEN,
@@ -75,6 +81,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       const key = await admin<{ key: string; apiKeyId: string }>('POST', `/tenants/${tenant.tenantId}/api-keys`, { name: 'test', scopes });
       return { tenantId: tenant.tenantId, key: key.key, apiKeyId: key.apiKeyId };
     },
+    databaseEnv: database.env,
     async close() {
       await runtime.close(2_000);
       await database.drop();
