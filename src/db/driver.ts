@@ -84,6 +84,11 @@ class LocalSignals {
   }
 }
 
+/** A string as a SQL literal (for the few statements that cannot take parameters). */
+function sqlLiteral(value: string): string {
+  return `'${value.replace(/'/g, "''")}'`;
+}
+
 function finishCommit(tx: TxHandle, signals: LocalSignals): void {
   for (const channel of tx.channels) signals.emit(channel);
   for (const fn of tx.callbacks) {
@@ -121,8 +126,9 @@ class PostgresDb implements Db {
     try {
       await client.query('BEGIN');
       const result = await insideTransaction.run(true, () => fn(tx));
-      for (const channel of tx.channels) await client.query('SELECT pg_notify($1, $2)', [this.channelName(channel), '']);
-      await client.query('COMMIT');
+      // Notifications and COMMIT in one round trip (simple query protocol, several statements).
+      const notifies = [...tx.channels].map((channel) => `SELECT pg_notify(${sqlLiteral(this.channelName(channel))}, '');`).join(' ');
+      await client.query(`${notifies} COMMIT`);
       client.release();
       finishCommit(tx, this.signals);
       return result;

@@ -33,16 +33,12 @@ export interface EmittedEvent {
 export async function emit(tx: Tx, now: Date, tenantId: string, type: EventType, data: Record<string, unknown>): Promise<EmittedEvent> {
   const eventId = newId('evt');
   const body = JSON.stringify({ eventId, type, schemaVersion: SCHEMA_VERSION, tenantId, occurredAt: now.toISOString(), data });
-  await tx.query('INSERT INTO webhook_events (id, tenant_id, type, occurred_at, body, created_at) VALUES ($1, $2, $3, $4, $5, $4)', [
-    eventId,
-    tenantId,
-    type,
-    now,
-    body,
-  ]);
   const scope = EVENT_SCOPES[type];
+  // One statement: the outbox row and its fan-out (the deliveries' foreign key is checked at statement end).
   const rows = await tx.query<{ count: number }>(
-    `WITH inserted AS (
+    `WITH event AS (
+       INSERT INTO webhook_events (id, tenant_id, type, occurred_at, body, created_at) VALUES ($2, $1, $3, $4, $7, $4)
+     ), inserted AS (
        INSERT INTO webhook_deliveries (id, tenant_id, event_id, event_type, subscription_id, status, next_attempt_at, created_at, updated_at)
        SELECT 'dlv_' || replace(gen_random_uuid()::text, '-', ''), s.tenant_id, $2, $3, s.id, 'pending', $4, $4, $4
        FROM webhook_subscriptions s
@@ -52,7 +48,7 @@ export async function emit(tx: Tx, now: Date, tenantId: string, type: EventType,
          AND ($5 = ANY (k.scopes) OR $6 = ANY (k.scopes))
        RETURNING 1)
      SELECT count(*)::int AS count FROM inserted`,
-    [tenantId, eventId, type, now, scope, scope.replace(/:read$/, ':write')],
+    [tenantId, eventId, type, now, scope, scope.replace(/:read$/, ':write'), body],
   );
   const deliveries = rows[0]?.count ?? 0;
   if (deliveries > 0) tx.notify(WEBHOOKS_CHANNEL);
