@@ -1,10 +1,11 @@
 /**
- * Scenario 1: GET /m2m/v1/webhooks/{id}/deliveries?limit=50 on the real server versus a bare node:http
- * server sending the same bytes (pre-serialised, and re-serialised per request).
+ * Scenario 1: GET /m2m/v1/webhooks/{id}/deliveries?limit=50 on the real server versus the minimal Fastify
+ * route the foundation issue plans by (bench/minimal-server.ts) and a bare node:http server sending the same
+ * bytes (pre-serialised, and re-serialised per request).
  */
 import autocannon from 'autocannon';
 import { CpuMeter, fmt, freePort, log, round, sleep, type DbKind } from './lib.js';
-import { call, emitBody, newSchema, seedSubscription, startBare, startServer, stopChild, type Server } from './procs.js';
+import { call, emitBody, newSchema, seedSubscription, startBare, startMinimal, startServer, stopChild, type Server } from './procs.js';
 
 export interface Load {
   connections: number;
@@ -27,6 +28,10 @@ export interface ApiResult {
   rows: number;
   route: Load;
   routeSingle: Load;
+  /** The minimal Fastify route (key hash + 2 queries, bench/minimal-server.ts) on a database of the same kind. */
+  minimal: Load;
+  /** real route req/s ÷ minimal route req/s (the foundation target: ≥ 1). */
+  ratioVsMinimal: number;
   bare: Load;
   bareStringify: Load;
   ratioVsBare: number;
@@ -78,6 +83,7 @@ export async function runApi(db: DbKind, postgresUrl: string | undefined, timing
     db === 'postgres' ? { DATABASE_URL: postgresUrl!, DATABASE_SCHEMA: newSchema(postgresUrl!) } : { DATA_DIR: 'memory://' };
   let server: Server | undefined;
   let bareChild: Awaited<ReturnType<typeof startBare>>['child'] | undefined;
+  let minimalChild: Awaited<ReturnType<typeof startMinimal>>['child'] | undefined;
   try {
     log(`api/${db}: starting server (--role api)`);
     server = await startServer(`api-${db}`, 'api', dbEnv);
@@ -108,6 +114,21 @@ export async function runApi(db: DbKind, postgresUrl: string | undefined, timing
     server = undefined;
     await sleep(500);
 
+    const minimalEnv: Record<string, string> =
+      db === 'postgres' ? { DATABASE_URL: postgresUrl!, DATABASE_SCHEMA: newSchema(postgresUrl!) } : { DATA_DIR: 'memory://' };
+    const minimalServer = await startMinimal(`minimal-${db}`, minimalEnv);
+    minimalChild = minimalServer.child;
+    const minimal = await measure(
+      'minimal Fastify route (key hash + 2 queries)',
+      { url: minimalServer.url, pid: minimalServer.child.pid, postgres: db === 'postgres', headers: { authorization: `Bearer ${minimalServer.key}` } },
+      32,
+      timing,
+      timing.measureS,
+    );
+    await stopChild(minimalChild);
+    minimalChild = undefined;
+    await sleep(500);
+
     const bare = await startBare(`bare-${db}`, body, contentType);
     bareChild = bare.child;
     const bareTarget = (suffix: string): Target => ({ url: `${bare.base}${suffix}`, pid: bare.child.pid, postgres: false });
@@ -120,6 +141,8 @@ export async function runApi(db: DbKind, postgresUrl: string | undefined, timing
       rows,
       route,
       routeSingle,
+      minimal,
+      ratioVsMinimal: round(route.rps / minimal.rps, 3),
       bare: bareRaw,
       bareStringify,
       ratioVsBare: round(route.rps / bareRaw.rps, 3),
@@ -127,6 +150,7 @@ export async function runApi(db: DbKind, postgresUrl: string | undefined, timing
     };
   } finally {
     await stopChild(server?.child);
+    await stopChild(minimalChild);
     await stopChild(bareChild);
   }
 }

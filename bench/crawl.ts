@@ -6,21 +6,22 @@
  * and its pool polled every 10 ms). Each runs in its own child process so peak RSS is its own; the site
  * runs in this process. The ratio is taken against Crawlee's faster run.
  *
- *   node --import tsx bench/crawl.ts [--pages 500] [--concurrency 10] [--latency 20]
+ *   node --import tsx bench/crawl.ts [--pages 500] [--concurrency 10] [--latency 20] [--json out.json]
  *
  * DATABASE_URL set: our crawler stores into a fresh schema there; unset: in-memory PGlite.
+ * `runCrawl()` is what `npm run bench` calls (`--only crawl`); it returns the figures instead of printing them.
  */
 import http from 'node:http';
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { AddressInfo } from 'node:net';
 
 type Kind = 'ours' | 'ours-crawler' | 'crawlee' | 'crawlee-tuned';
 
-interface Result {
+export interface Result {
   crawler: string;
   pages: number;
   seconds: number;
@@ -210,19 +211,130 @@ async function runCrawlee(root: string, pages: number, concurrency: number, tune
   }
 }
 
-function child(kind: Kind, root: string, pages: number, concurrency: number): Promise<Result | { error: string }> {
+const running = new Set<ChildProcess>();
+
+/** SIGKILLs the crawler children still running (for the bench's signal handlers). */
+export function killCrawlChildren(): void {
+  for (const proc of running) proc.kill('SIGKILL');
+}
+
+/** A crawler run in its own process; with `databaseUrl` our crawl job stores there (schema bench_crawl_<pid>). */
+function child(kind: Kind, root: string, pages: number, concurrency: number, databaseUrl?: string): Promise<Result | { error: string }> {
+  const env = { ...process.env };
+  delete env.DATABASE_URL;
+  delete env.DATABASE_SCHEMA;
+  if (databaseUrl) env.DATABASE_URL = databaseUrl;
   return new Promise((resolve) => {
     const proc = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--child', kind, '--root', root, '--pages', String(pages), '--concurrency', String(concurrency)], {
       stdio: ['ignore', 'pipe', 'inherit'],
-      env: process.env,
+      env,
     });
+    running.add(proc);
+    // Bounded: a crawler that has not finished after 5 minutes is killed and reported as failed.
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 300_000);
     let out = '';
     proc.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-    proc.on('close', (code) => {
+    proc.on('close', (code, signal) => {
+      clearTimeout(timer);
+      running.delete(proc);
       const line = out.trim().split('\n').filter((l) => l.startsWith('{')).pop();
-      resolve(line ? JSON.parse(line) : { error: `exited with ${code}: ${out.slice(-500)}` });
+      const result = line ? (JSON.parse(line) as Result | { error: string }) : { error: `exited with ${code ?? signal}: ${out.slice(-500)}` };
+      // The child drops its schema itself; this catches a child that died first.
+      if (kind === 'ours' && databaseUrl && proc.pid) void dropSchema(databaseUrl, `bench_crawl_${proc.pid}`).finally(() => resolve(result));
+      else resolve(result);
     });
   });
+}
+
+async function dropSchema(databaseUrl: string, schema: string): Promise<void> {
+  const pg = (await import('pg')).default;
+  const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 5_000 });
+  try {
+    await client.connect();
+    await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  } catch {
+    // best effort
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+export interface CrawlOptions {
+  pages?: number;
+  concurrency?: number;
+  latencyMs?: number;
+  /** PostgreSQL URL for our crawl job's storage; undefined: in-memory PGlite. */
+  databaseUrl?: string;
+  log?: (message: string) => void;
+}
+
+export interface CrawlRatio {
+  /** ours pages/s ÷ the faster Crawlee configuration's pages/s (goal ≥ 1.5). */
+  pagesPerSecond: number;
+  /** ours peak RSS ÷ that Crawlee configuration's peak RSS (goal < 1). */
+  peakRss: number;
+}
+
+export interface CrawlSummary {
+  pages: number;
+  concurrency: number;
+  latencyMs: number;
+  averagePageBytes: number;
+  database: 'postgres' | 'pglite';
+  results: Array<{ kind: Kind } & (Result | { error: string })>;
+  /** The faster Crawlee run (the conservative comparison), if any succeeded. */
+  crawlee?: Result;
+  ratios: { fullJob?: CrawlRatio; crawlerOnly?: CrawlRatio };
+}
+
+/** Serves the generated site in this process and runs the four crawlers one after another, each in its own process. */
+export async function runCrawl(options: CrawlOptions = {}): Promise<CrawlSummary> {
+  const pages = options.pages ?? 500;
+  const concurrency = options.concurrency ?? 10;
+  const latency = options.latencyMs ?? 20;
+  const say = options.log ?? console.log;
+  const site = buildSite(pages);
+  const average = Math.round(site.reduce((sum, p) => sum + p.length, 0) / site.length);
+  const server = await serve(site, latency);
+  say(`crawl: site of ${pages} pages of ~${average} bytes, ${latency} ms latency, concurrency ${concurrency}; our job stores into ${options.databaseUrl ? 'PostgreSQL' : 'PGlite'}`);
+  const results: CrawlSummary['results'] = [];
+  try {
+    for (const kind of ['ours', 'ours-crawler', 'crawlee', 'crawlee-tuned'] as const) {
+      const r = await child(kind, server.url, pages, concurrency, options.databaseUrl);
+      results.push({ kind, ...r });
+      say('error' in r ? `  ${kind}: failed: ${r.error}` : `  ${r.crawler}: ${r.pages} pages in ${r.seconds.toFixed(2)} s, ${r.pagesPerSecond.toFixed(1)} pages/s, peak RSS ${r.peakRssMb} MB`);
+    }
+  } finally {
+    await server.close();
+  }
+  const ok = (kind: Kind) => results.find((r): r is { kind: Kind } & Result => r.kind === kind && !('error' in r));
+  const crawlees = [ok('crawlee'), ok('crawlee-tuned')].filter((r): r is { kind: Kind } & Result => r !== undefined);
+  // Against the faster Crawlee configuration: the conservative ratio.
+  const crawlee = crawlees.length > 0 ? crawlees.reduce((a, b) => (b.pagesPerSecond > a.pagesPerSecond ? b : a)) : undefined;
+  const ratio = (r: Result | undefined): CrawlRatio | undefined =>
+    r && crawlee ? { pagesPerSecond: r.pagesPerSecond / crawlee.pagesPerSecond, peakRss: r.peakRssMb / crawlee.peakRssMb } : undefined;
+  return {
+    pages,
+    concurrency,
+    latencyMs: latency,
+    averagePageBytes: average,
+    database: options.databaseUrl ? 'postgres' : 'pglite',
+    results,
+    crawlee,
+    ratios: { fullJob: ratio(ok('ours')), crawlerOnly: ratio(ok('ours-crawler')) },
+  };
+}
+
+export function printCrawl(summary: CrawlSummary): void {
+  console.log(`\nCrawl — ${summary.pages}-page generated site (~${summary.averagePageBytes} B a page, ${summary.latencyMs} ms latency), concurrency ${summary.concurrency}; each crawler in its own process`);
+  for (const r of summary.results) {
+    if ('error' in r) console.log(`  ${r.kind}: failed: ${r.error}`);
+    else console.log(`  ${r.crawler.padEnd(64)} ${String(r.pages).padStart(4)} pages  ${r.seconds.toFixed(2)} s  ${r.pagesPerSecond.toFixed(1).padStart(6)} pages/s  peak RSS ${r.peakRssMb} MB  (${r.note})`);
+  }
+  for (const [label, ratio] of [['full job', summary.ratios.fullJob], ['crawler only', summary.ratios.crawlerOnly]] as const) {
+    if (!ratio) continue;
+    console.log(`ratio ours (${label}) / Crawlee: ${ratio.pagesPerSecond.toFixed(2)}x pages/s (goal >= 1.5x), ${ratio.peakRss.toFixed(2)}x peak RSS (goal < 1)`);
+  }
 }
 
 async function main(): Promise<void> {
@@ -245,28 +357,10 @@ async function main(): Promise<void> {
     }
     process.exit(0);
   }
-  const latency = arg('latency', 20);
-  const site = buildSite(pages);
-  const average = Math.round(site.reduce((sum, p) => sum + p.length, 0) / site.length);
-  const server = await serve(site, latency);
-  console.log(`site: ${pages} pages of ~${average} bytes, ${latency} ms latency, concurrency ${concurrency}`);
-  const results: Array<Result | { error: string }> = [];
-  for (const kind of ['ours', 'ours-crawler', 'crawlee', 'crawlee-tuned'] as const) results.push(await child(kind, server.url, pages, concurrency));
-  await server.close();
-  for (const r of results) {
-    if ('error' in r) console.log(`  failed: ${r.error}`);
-    else console.log(`  ${r.crawler.padEnd(64)} ${String(r.pages).padStart(4)} pages  ${r.seconds.toFixed(2)} s  ${r.pagesPerSecond.toFixed(1).padStart(6)} pages/s  peak RSS ${r.peakRssMb} MB  (${r.note})`);
-  }
-  const [ours, crawlerOnly, ...others] = results;
-  const crawlees = others.filter((r): r is Result => !('error' in r));
-  if (crawlees.length > 0) {
-    // Against the faster Crawlee configuration: the conservative ratio.
-    const best = crawlees.reduce((a, b) => (b.pagesPerSecond > a.pagesPerSecond ? b : a));
-    for (const [label, r] of [['full job', ours], ['crawler only', crawlerOnly]] as const) {
-      if ('error' in r) continue;
-      console.log(`ratio ours (${label}) / Crawlee: ${(r.pagesPerSecond / best.pagesPerSecond).toFixed(2)}x pages/s (goal >= 1.5x), ${(r.peakRssMb / best.peakRssMb).toFixed(2)}x peak RSS (goal < 1)`);
-    }
-  }
+  const summary = await runCrawl({ pages, concurrency, latencyMs: arg('latency', 20), databaseUrl: process.env.DATABASE_URL });
+  printCrawl(summary);
+  const json = process.argv.indexOf('--json');
+  if (json >= 0) writeFileSync(process.argv[json + 1], `${JSON.stringify(summary, null, 2)}\n`);
 }
 
-await main();
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) await main();

@@ -15,7 +15,7 @@ import { openDb } from '../src/db/driver.js';
 import { chunkText } from '../src/knowledge/chunker.js';
 import { countTokens } from '../src/knowledge/tokenizer.js';
 import { fmt, log, printTable, round, sleep, type DbKind } from './lib.js';
-import { call, detectPostgres, dropSchemas, newSchema, startBare, startServer, stopAllChildren, stopChild, withPg, type Server } from './procs.js';
+import { call, dbLabel, detectPostgres, dropSchemas, newSchema, startBare, startServer, stopAllChildren, stopChild, withPg, type Server } from './procs.js';
 
 export interface KnowledgeLoad {
   what: string;
@@ -224,12 +224,12 @@ export function printKnowledge(results: KnowledgeResult[]): void {
   const rows: string[][] = [];
   for (const r of results) {
     for (const load of [...r.loads, r.bare]) {
-      rows.push([r.db, load.what, fmt(load.rps), `${load.p50Ms} ms`, `${load.p99Ms} ms`, fmt(load.non2xx + load.errors), load === r.loads[0] ? `${fmt(r.ratioVsBare, 3)}×` : '']);
+      rows.push([dbLabel(r.db), load.what, fmt(load.rps), `${load.p50Ms} ms`, `${load.p99Ms} ms`, fmt(load.non2xx + load.errors), load === r.loads[0] ? `${fmt(r.ratioVsBare, 3)}×` : '']);
     }
   }
   printTable(`Knowledge — GET /m2m/v1/knowledge/items?limit=200, tenant with ${fmt(SOURCES)} sources (first page ${results.map((r) => `${fmt(r.responseBytes)} B`).join(', ')})`, ['database', 'target', 'req/s', 'p50', 'p99', 'non-2xx/errors', 'real/bare'], rows);
   printTable('Knowledge — ingestion of a 5 MB text (extract, chunk ~500 tokens, count with cl100k_base, store)', ['database', 'tokens', 'chunks', 'seconds', 'tokens/s (job, end to end)', 'tokens/s (chunker alone)'], results.map((r) => [
-    r.db, fmt(r.ingestion.tokens), fmt(r.ingestion.chunks), fmt(r.ingestion.seconds, 2), fmt(r.ingestion.tokensPerSec), fmt(r.chunkerTokensPerSec),
+    dbLabel(r.db), fmt(r.ingestion.tokens), fmt(r.ingestion.chunks), fmt(r.ingestion.seconds, 2), fmt(r.ingestion.tokensPerSec), fmt(r.chunkerTokensPerSec),
   ]));
 }
 

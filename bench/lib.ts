@@ -12,28 +12,37 @@ export const DEFAULT_POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
 export type DbKind = 'pglite' | 'postgres';
 
+export const SCENARIOS = ['api', 'webhooks', 'conversations', 'knowledge', 'crawl'] as const;
+export type Scenario = (typeof SCENARIOS)[number];
+
 export interface Args {
-  only: 'api' | 'webhooks' | undefined;
+  /** Scenarios to run, in SCENARIOS order; undefined = all of them. */
+  only: Scenario[] | undefined;
   db: DbKind | 'both' | undefined;
   quick: boolean;
 }
+
+export const USAGE = `usage: npm run bench -- [--only ${SCENARIOS.join('|')}[,…]] [--db pglite|postgres|both] [--quick]`;
 
 export function parseArgs(argv: string[]): Args {
   const args: Args = { only: undefined, db: undefined, quick: false };
   for (let i = 0; i < argv.length; i += 1) {
     const [flag, inline] = argv[i].split('=', 2) as [string, string | undefined];
-    const value = () => inline ?? argv[++i];
+    const value = () => inline ?? argv[++i] ?? '';
     if (flag === '--quick') args.quick = true;
     else if (flag === '--only') {
-      const v = value();
-      if (v !== 'api' && v !== 'webhooks') throw new Error(`--only must be api or webhooks, got "${v}"`);
-      args.only = v;
+      const wanted = new Set([...(args.only ?? []), ...value().split(',').map((s) => s.trim()).filter(Boolean)]);
+      for (const v of wanted) {
+        if (!(SCENARIOS as readonly string[]).includes(v)) throw new Error(`--only takes ${SCENARIOS.join(', ')} (comma-separated), got "${v}"`);
+      }
+      if (wanted.size === 0) throw new Error(`--only needs a scenario: ${SCENARIOS.join(', ')}`);
+      args.only = SCENARIOS.filter((s) => wanted.has(s));
     } else if (flag === '--db') {
       const v = value();
       if (v !== 'pglite' && v !== 'postgres' && v !== 'both') throw new Error(`--db must be pglite, postgres or both, got "${v}"`);
       args.db = v;
     } else if (flag === '--help' || flag === '-h') {
-      console.log('usage: npm run bench -- [--only api|webhooks] [--db pglite|postgres|both] [--quick]');
+      console.log(USAGE);
       process.exit(0);
     } else throw new Error(`unknown argument "${argv[i]}" (try --help)`);
   }
@@ -223,4 +232,8 @@ export function printTable(title: string, headers: string[], rows: string[][]): 
 export function log(message: string): void {
   const t = new Date().toISOString().slice(11, 19);
   console.log(`[${t}] ${message}`);
+}
+
+export function median(values: number[]): number {
+  return percentile([...values].sort((a, b) => a - b), 50);
 }

@@ -110,13 +110,13 @@ export async function startServer(name: string, role: 'api' | 'all', dbEnv: Reco
 }
 
 /** A node script under bench/ that reports `{ port }` over IPC once it listens. */
-async function startIpcChild(name: string, script: string, setup?: unknown): Promise<{ child: ChildProcess; port: number }> {
+async function startIpcChild<M extends { port: number } = { port: number }>(name: string, script: string, setup?: unknown): Promise<{ child: ChildProcess; port: number; message: M }> {
   const { child, logFile } = spawnNode(name, script, [], baseEnv(), true);
-  const port = await new Promise<number>((resolve, reject) => {
+  const message = await new Promise<M>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${name} did not start within 30 s:\n${logTail(logFile)}`)), 30_000);
-    child.once('message', (message: { port: number }) => {
+    child.once('message', (reply: M) => {
       clearTimeout(timer);
-      resolve(message.port);
+      resolve(reply);
     });
     child.once('exit', (code) => {
       clearTimeout(timer);
@@ -124,7 +124,7 @@ async function startIpcChild(name: string, script: string, setup?: unknown): Pro
     });
     if (setup !== undefined) child.send(setup as object);
   });
-  return { child, port };
+  return { child, port: message.port, message };
 }
 
 export interface ReceiverStats {
@@ -155,6 +155,12 @@ export async function startReceiver(name: string) {
 export async function startBare(name: string, body: string, contentType: string): Promise<{ child: ChildProcess; base: string }> {
   const { child, port } = await startIpcChild(name, 'bench/bare-server.ts', { body, contentType });
   return { child, base: `http://127.0.0.1:${port}` };
+}
+
+/** The minimal reference route (bench/minimal-server.ts) on its own database. */
+export async function startMinimal(name: string, dbEnv: Record<string, string>): Promise<{ child: ChildProcess; url: string; key: string }> {
+  const { child, port, message } = await startIpcChild<{ port: number; key: string; path: string }>(name, 'bench/minimal-server.ts', { dbEnv });
+  return { child, url: `http://127.0.0.1:${port}${message.path}`, key: message.key };
 }
 
 /** One JSON call; throws unless 2xx. */

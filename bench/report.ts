@@ -1,5 +1,8 @@
 /** The targets from bench/README.md, checked against the figures. */
 import type { ApiResult } from './api.js';
+import type { ConversationsResult } from './conversations.js';
+import type { CrawlSummary } from './crawl.js';
+import type { KnowledgeResult } from './knowledge.js';
 import { fmt, printTable } from './lib.js';
 import { dbLabel } from './procs.js';
 import type { WebhookResult } from './webhooks.js';
@@ -15,11 +18,29 @@ export interface Check {
 /** RSS counts as flat when the worker grows by at most this much during the drain. */
 export const FLAT_RSS_GROWTH_MB = 50;
 
-export function targets(api: ApiResult[], webhooks: WebhookResult[], quick: boolean): Check[] {
+/** The scenarios added after api/webhooks; each key absent or empty when that scenario did not run. */
+export interface MoreResults {
+  conversations?: ConversationsResult[];
+  knowledge?: KnowledgeResult[];
+  crawl?: CrawlSummary;
+}
+
+/** Conversation search p99 target (PostgreSQL, 16 connections, contactQuery loads). */
+export const CONVERSATIONS_P99_MS = 20;
+
+export function targets(api: ApiResult[], webhooks: WebhookResult[], quick: boolean, more: MoreResults = {}): Check[] {
   const checks: Check[] = [];
   for (const r of api) {
     const floor = r.db === 'postgres' ? 2_300 : 450;
     checks.push({ check: 'list route req/s (32 conns)', db: dbLabel(r.db), value: fmt(r.route.rps), target: `≥ ${fmt(floor)}`, pass: r.route.rps >= floor });
+    // The same goal measured against the minimal route in this run, on this machine at this moment.
+    checks.push({
+      check: 'list route ÷ minimal route (same run)',
+      db: dbLabel(r.db),
+      value: `${fmt(r.ratioVsMinimal, 2)}× (${fmt(r.route.rps)} vs ${fmt(r.minimal.rps)})`,
+      target: '≥ 1',
+      pass: r.ratioVsMinimal >= 1,
+    });
     if (r.db === 'postgres') {
       checks.push({ check: 'list route p99 (32 conns)', db: dbLabel(r.db), value: `${r.route.p99Ms} ms`, target: '< 30 ms', pass: r.route.p99Ms < 30 });
     }
@@ -47,6 +68,50 @@ export function targets(api: ApiResult[], webhooks: WebhookResult[], quick: bool
       pass: growth <= FLAT_RSS_GROWTH_MB,
     });
     checks.push({ check: 'every delivery received', db, value: `${r.drain.complete ? 'drain ok' : 'drain INCOMPLETE'}, ${fmt(r.latency.missing)} missing`, target: 'all', pass: r.drain.complete && r.latency.missing === 0 });
+  }
+  checks.push(...moreTargets(more));
+  return checks;
+}
+
+function moreTargets(more: MoreResults): Check[] {
+  const checks: Check[] = [];
+  for (const r of more.conversations ?? []) {
+    const db = dbLabel(r.db);
+    const size = `${Math.round(r.plan.measured / 1000)}k`;
+    if (r.db === 'postgres') {
+      for (const load of r.loads.filter((l) => l.contactQuery !== undefined && l.connections === 16)) {
+        checks.push({
+          check: `conversation search p99, ${size}, "${load.contactQuery}" (16 conns)`,
+          db,
+          value: `${load.p99Ms} ms`,
+          target: `< ${CONVERSATIONS_P99_MS} ms`,
+          pass: load.p99Ms < CONVERSATIONS_P99_MS,
+        });
+      }
+    }
+    const bad = r.loads.reduce((sum, l) => sum + l.non2xx + l.errors, 0);
+    checks.push({ check: 'conversation search non-2xx + errors', db, value: fmt(bad), target: '= 0', pass: bad === 0 });
+  }
+  for (const r of more.knowledge ?? []) {
+    // Knowledge has no performance target (its figures are reported); only correctness under load is checked.
+    const bad = r.loads.reduce((sum, l) => sum + l.non2xx + l.errors, 0);
+    checks.push({ check: 'knowledge list non-2xx + errors', db: dbLabel(r.db), value: fmt(bad), target: '= 0', pass: bad === 0 });
+  }
+  const crawl = more.crawl;
+  if (crawl) {
+    const db = dbLabel(crawl.database);
+    if (!crawl.crawlee) {
+      checks.push({ check: 'crawl vs Crawlee', db, value: 'no Crawlee run succeeded', target: 'comparison', pass: false });
+    }
+    for (const [label, ratio] of [['full job', crawl.ratios.fullJob], ['crawler only', crawl.ratios.crawlerOnly]] as const) {
+      if (!crawl.crawlee) break;
+      if (!ratio) {
+        checks.push({ check: `crawl (${label}) vs Crawlee`, db, value: 'run failed', target: 'comparison', pass: false });
+        continue;
+      }
+      checks.push({ check: `crawl (${label}) pages/s ÷ Crawlee's`, db, value: `${fmt(ratio.pagesPerSecond, 2)}×`, target: '≥ 1.5×', pass: ratio.pagesPerSecond >= 1.5 });
+      checks.push({ check: `crawl (${label}) peak RSS ÷ Crawlee's`, db, value: `${fmt(ratio.peakRss, 2)}×`, target: '< 1×', pass: ratio.peakRss < 1 });
+    }
   }
   return checks;
 }

@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- [--only api|webhooks] [--db pglite|postgres|both] [--quick]`
+ * `npm run bench -- [--only api|webhooks|conversations|knowledge|crawl[,…]] [--db pglite|postgres|both] [--quick]`
  * Runs the scenarios against the real server in child processes on 127.0.0.1, prints tables and writes
  * .bench/results.json. See bench/README.md for what each figure means.
  */
@@ -7,7 +7,10 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runApi, type ApiResult, type Timing } from './api.js';
-import { CpuMeter, OUT_DIR, fmt, log, parseArgs, printTable, round, sleep, type DbKind } from './lib.js';
+import { conversationPlan, printConversations, runConversations, type ConversationsResult } from './conversations.js';
+import { killCrawlChildren, printCrawl, runCrawl, type CrawlSummary } from './crawl.js';
+import { printKnowledge, runKnowledge, type KnowledgeResult } from './knowledge.js';
+import { CpuMeter, OUT_DIR, SCENARIOS, fmt, log, parseArgs, printTable, round, sleep, type DbKind, type Scenario } from './lib.js';
 import { dbLabel, detectPostgres, dropSchemas, killAllChildren, stopAllChildren } from './procs.js';
 import { printTargets, targets } from './report.js';
 import { runWebhooks, type WebhookPlan, type WebhookResult } from './webhooks.js';
@@ -46,13 +49,14 @@ function printApi(results: ApiResult[]): void {
       ]);
     add('real route', r.route);
     add('real route (CPU-bound, 1 conn)', r.routeSingle);
+    add('minimal Fastify route (hash + 2 queries)', r.minimal, r.ratioVsMinimal);
     add('bare node:http, pre-serialised', r.bare, r.ratioVsBare);
     add('bare node:http, stringify(parse())', r.bareStringify, r.ratioVsBareStringify);
   }
   const bytes = results.map((r) => `${dbLabel(r.db)} ${fmt(r.responseBytes)} B`).join(', ');
   printTable(
-    `Scenario 1 — GET /m2m/v1/webhooks/{id}/deliveries?limit=50 (50 rows; ${bytes}) — "real/bare" = real route req/s ÷ this row's req/s`,
-    ['database', 'target', 'conns', 'req/s', 'p50', 'p99', 'non-2xx', 'errors', 'real/bare', 'CPU % server/bench/pg/other'],
+    `Scenario 1 — GET /m2m/v1/webhooks/{id}/deliveries?limit=50 (50 rows; ${bytes}) — "real ÷ row" = real route req/s ÷ this row's req/s`,
+    ['database', 'target', 'conns', 'req/s', 'p50', 'p99', 'non-2xx', 'errors', 'real ÷ row', 'CPU % server/bench/pg/other'],
     rows,
   );
 }
@@ -122,10 +126,15 @@ async function main(): Promise<number> {
   if (machineBusyBeforePct > 15) {
     log(`WARNING: the machine was ${machineBusyBeforePct}% busy before the bench started (load average ${loadAverageBefore[0]}): other work will lower the figures; see the "other" CPU column`);
   }
-  log(`bench: databases ${dbs.join(', ')}${postgresUrl ? ` (PostgreSQL at ${redact(postgresUrl)})` : ''}; scenarios ${args.only ?? 'api, webhooks'}${args.quick ? '; quick' : ''}; ${os.cpus().length} CPUs`);
+  const scenarios: readonly Scenario[] = args.only ?? SCENARIOS;
+  const runs = (scenario: Scenario) => scenarios.includes(scenario);
+  log(`bench: databases ${dbs.join(', ')}${postgresUrl ? ` (PostgreSQL at ${redact(postgresUrl)})` : ''}; scenarios ${scenarios.join(', ')}${args.quick ? '; quick' : ''}; ${os.cpus().length} CPUs`);
 
   const api: ApiResult[] = [];
   const webhooks: WebhookResult[] = [];
+  const conversations: ConversationsResult[] = [];
+  const knowledge: KnowledgeResult[] = [];
+  let crawl: CrawlSummary | undefined;
   const errors: Array<{ scenario: string; db: DbKind; message: string }> = [];
   const record = async (scenario: string, db: DbKind, fn: () => Promise<void>) => {
     try {
@@ -138,11 +147,26 @@ async function main(): Promise<number> {
   };
 
   try {
-    if (args.only !== 'webhooks') {
+    if (runs('api')) {
       for (const db of dbs) await record('api', db, async () => void api.push(await runApi(db, postgresUrl, timing)));
     }
-    if (args.only !== 'api') {
+    if (runs('webhooks')) {
       for (const db of dbs) await record('webhooks', db, async () => void webhooks.push(await runWebhooks(db, postgresUrl, webhookPlan(db, args.quick))));
+    }
+    if (runs('conversations')) {
+      for (const db of dbs) {
+        await record('conversations', db, async () => void conversations.push(await runConversations(db, postgresUrl, timing, conversationPlan(db, args.quick))));
+      }
+    }
+    if (runs('knowledge')) {
+      for (const db of dbs) await record('knowledge', db, async () => void knowledge.push(await runKnowledge(db, postgresUrl, timing)));
+    }
+    if (runs('crawl')) {
+      // Once: on PostgreSQL when it is among the databases (our crawl job stores there), else on PGlite.
+      const db: DbKind = dbs.includes('postgres') ? 'postgres' : 'pglite';
+      await record('crawl', db, async () => {
+        crawl = await runCrawl({ pages: args.quick ? 300 : 500, databaseUrl: db === 'postgres' ? postgresUrl : undefined, log });
+      });
     }
   } finally {
     await stopAllChildren();
@@ -152,7 +176,10 @@ async function main(): Promise<number> {
 
   printApi(api);
   printWebhooks(webhooks);
-  const checks = targets(api, webhooks, args.quick);
+  printConversations(conversations, dbLabel);
+  if (knowledge.length > 0) printKnowledge(knowledge);
+  if (crawl) printCrawl(crawl);
+  const checks = targets(api, webhooks, args.quick, { conversations, knowledge, crawl });
   printTargets(checks);
   for (const e of errors) console.log(`\nFAILED ${e.scenario} on ${dbLabel(e.db)}: ${e.message.split('\n')[0]} (details above and in .bench/logs/)`);
 
@@ -171,11 +198,12 @@ async function main(): Promise<number> {
     loadAverageBefore,
     quick: args.quick,
     only: args.only ?? null,
+    scenarios,
     databases: dbs,
     postgresUrl: postgresUrl ? redact(postgresUrl) : null,
     timing,
   };
-  writeFileSync(file, `${JSON.stringify({ meta, api, webhooks, targets: checks, errors }, null, 2)}\n`);
+  writeFileSync(file, `${JSON.stringify({ meta, api, webhooks, conversations, knowledge, crawl: crawl ?? null, targets: checks, errors }, null, 2)}\n`);
   console.log(`\nresults written to ${path.relative(process.cwd(), file)} (child logs in .bench/logs/); total ${meta.seconds} s`);
   return errors.length > 0 ? 1 : 0;
 }
@@ -187,6 +215,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     interrupted = true;
     console.error(`\n${signal}: stopping children and dropping schemas…`);
     killAllChildren();
+    killCrawlChildren();
     void dropSchemas().finally(() => process.exit(130));
   });
 }
@@ -196,6 +225,7 @@ main()
   .catch(async (error: unknown) => {
     console.error('bench failed:', error instanceof Error ? error.message : error);
     killAllChildren();
+    killCrawlChildren();
     await dropSchemas();
     process.exit(1);
   });

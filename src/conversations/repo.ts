@@ -33,6 +33,12 @@ export interface ConversationRow {
 }
 
 /** A conversation joined with its contact, as lists and admin views show it. */
+export interface InboxCounts {
+  total: number;
+  unread: number;
+  needsReply: number;
+}
+
 export interface ConversationListRow extends ConversationRow {
   contact_name: string | null;
   contact_phone: string | null;
@@ -236,32 +242,40 @@ export const conversationRepo = {
     );
   },
 
-  /** One page, newest activity first, keyset after `after`. */
-  async list(db: Queryable, filter: ListFilter, page: { limit: number; after?: { at: string; id: string } }): Promise<ConversationListRow[]> {
+  /**
+   * One page, newest activity first, keyset after `after`, and the inbox counts of the whole filter (not
+   * just the page), in one round trip.
+   */
+  async listWithCounts(
+    db: Queryable,
+    filter: ListFilter,
+    page: { limit: number; after?: { at: string; id: string } },
+  ): Promise<{ rows: ConversationListRow[]; counts: InboxCounts }> {
     const params: unknown[] = [];
-    let where = filterSql(filter, params);
+    const countWhere = filterSql(filter, params);
+    let pageWhere = filterSql(filter, params);
     if (page.after) {
       params.push(page.after.at, page.after.id);
-      where += ` AND (c.last_message_at, c.id) < ($${params.length - 1}::timestamptz, $${params.length})`;
+      pageWhere += ` AND (c.last_message_at, c.id) < ($${params.length - 1}::timestamptz, $${params.length})`;
     }
     params.push(page.limit);
-    return db.query<ConversationListRow>(
-      `SELECT ${listColumns} FROM conversations c JOIN contacts ct ON ct.id = c.contact_id
-       WHERE ${where} ORDER BY c.last_message_at DESC, c.id DESC LIMIT $${params.length}`,
+    const rows = await db.query<Omit<ConversationListRow, 'id'> & { id: string | null; inbox_total: number; inbox_unread: number; inbox_needs_reply: number }>(
+      `WITH counts AS (
+         SELECT count(*)::int AS inbox_total, count(*) FILTER (WHERE c.unread_count > 0)::int AS inbox_unread,
+                count(*) FILTER (WHERE c.needs_reply)::int AS inbox_needs_reply
+         FROM conversations c WHERE ${countWhere})
+       SELECT counts.*, p.* FROM counts LEFT JOIN LATERAL (
+         SELECT ${listColumns} FROM conversations c JOIN contacts ct ON ct.id = c.contact_id
+         WHERE ${pageWhere} ORDER BY c.last_message_at DESC, c.id DESC LIMIT $${params.length}
+       ) p ON true
+       ORDER BY p.last_message_at DESC, p.id DESC`,
       params,
     );
-  },
-
-  async counts(db: Queryable, filter: ListFilter): Promise<{ total: number; unread: number; needs_reply: number }> {
-    const params: unknown[] = [];
-    const where = filterSql(filter, params);
-    const rows = await db.query<{ total: number; unread: number; needs_reply: number }>(
-      `SELECT count(*)::int AS total, count(*) FILTER (WHERE c.unread_count > 0)::int AS unread,
-              count(*) FILTER (WHERE c.needs_reply)::int AS needs_reply
-       FROM conversations c WHERE ${where}`,
-      params,
-    );
-    return rows[0];
+    const first = rows[0];
+    return {
+      rows: rows.filter((row): row is typeof row & { id: string } => row.id !== null),
+      counts: { total: first?.inbox_total ?? 0, unread: first?.inbox_unread ?? 0, needsReply: first?.inbox_needs_reply ?? 0 },
+    };
   },
 
   async insertReview(

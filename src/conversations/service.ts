@@ -87,10 +87,7 @@ export class ConversationService {
     const binding = { tenantId, contactQuery: query.contactQuery ?? null, channel: filter.channel ?? 'all', owner: owner ?? 'all' };
     const after = query.cursor ? this.cursors.decode<{ at: string; id: string }>('conversations', binding, query.cursor) : undefined;
     const limit = query.limit ?? 25;
-    const [rows, counts] = await Promise.all([
-      conversationRepo.list(this.db, filter, { limit: limit + 1, after }),
-      conversationRepo.counts(this.db, filter),
-    ]);
+    const { rows, counts } = await conversationRepo.listWithCounts(this.db, filter, { limit: limit + 1, after });
     const page = rows.slice(0, limit);
     const hasMore = rows.length > limit;
     const last = page[page.length - 1];
@@ -98,7 +95,7 @@ export class ConversationService {
       conversations: page.map(conversationView),
       ...(hasMore && last ? { nextCursor: this.cursors.encode('conversations', binding, { at: iso(last.last_message_at), id: last.id }) } : {}),
       hasMore,
-      inboxCounts: { total: counts.total, unread: counts.unread, needsReply: counts.needs_reply },
+      inboxCounts: counts,
     };
   }
 
