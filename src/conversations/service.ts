@@ -30,9 +30,12 @@ function escapeLike(value: string): string {
  */
 export function searchPatterns(query: string): string[] {
   const lowered = query.trim().toLowerCase();
-  const patterns = [`%${escapeLike(lowered)}%`];
   const digits = lowered.replace(/\D/g, '');
-  if (/^[\d\s+().-]+$/.test(lowered) && digits.length >= 2 && digits !== lowered) patterns.push(`%${digits}%`);
+  const phoneLike = /^[\d\s+().-]+$/.test(lowered) && digits.length >= 2;
+  // "+52 (55) 1234" as typed can only ever match a phone, and phones are stored as digits: one pattern.
+  if (phoneLike && /[+()]/.test(lowered)) return [`%${digits}%`];
+  const patterns = [`%${escapeLike(lowered)}%`];
+  if (phoneLike && digits !== lowered) patterns.push(`%${digits}%`);
   return patterns;
 }
 
