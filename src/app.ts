@@ -8,6 +8,7 @@ import { DomainError, errorBody, statusOf, type ErrorCode, type Issue } from './
 import { authenticateHook } from './http/auth.js';
 import { ErrorBody } from './http/schemas.js';
 import { RateLimiter } from './http/rate-limit.js';
+import { lazyChild } from './http/lazy-logger.js';
 import { validatorCompiler } from './http/validation.js';
 import { adminRoutes } from './admin/routes.js';
 import { webhookRoutes } from './webhooks/routes.js';
@@ -17,7 +18,6 @@ import { conversationSharedSchemas } from './conversations/schema.js';
 import { messagingRoutes } from './messaging/routes.js';
 import { crmRoutes } from './crm/routes.js';
 import { reservationRoutes } from './reservations/routes.js';
-import { mcpRoutes } from './mcp/routes.js';
 import { crmSharedSchemas } from './crm/schema.js';
 import { whatsappCallbackRoutes } from './messaging/provider-routes.js';
 import { knowledgeRoutes } from './knowledge/routes.js';
@@ -80,6 +80,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<App>
   const { config } = services;
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
+    childLoggerFactory: (parent, bindings, options) => lazyChild(parent, bindings, options),
     bodyLimit: 1024 * 1024,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
@@ -155,7 +156,8 @@ export async function buildApp(services: Services, logger: Logger): Promise<App>
       await api.register(knowledgeRoutes(services));
       await api.register(crawlRoutes(services));
       await api.register(reservationRoutes(services));
-      if (config.mcpEnabled) await api.register(mcpRoutes(services));
+      // The MCP SDK (~25 MB of RSS) is loaded only where MCP is enabled.
+      if (config.mcpEnabled) await api.register((await import('./mcp/routes.js')).mcpRoutes(services));
     },
     { prefix: API_PREFIX },
   );

@@ -36,9 +36,11 @@ export interface DeliveryListRow
   extends Omit<DeliveryRow, 'tenant_id' | 'next_attempt_at' | 'delivered_at' | 'created_at' | 'updated_at'> {
   next_attempt_at: number | null;
   delivered_at: number | null;
+  /** Epoch milliseconds, derived from `created_us`. */
   created_at: number;
   updated_at: number;
-  created_key: number;
+  /** Epoch microseconds: the exact keyset position. */
+  created_us: number;
 }
 
 export interface AttemptRow {
@@ -139,8 +141,9 @@ export const deliveryRepo = {
   },
 
   /**
-   * One page of a live subscription's deliveries, newest first, in one round trip: undefined when the
-   * subscription does not exist for the tenant (or was deleted). Timestamps come back as epoch numbers.
+   * One page of a live subscription's deliveries, newest first: undefined when the subscription does not
+   * exist for the tenant (or was deleted). One statement for a page with rows; an empty page costs a second
+   * one to tell "no deliveries" from "no subscription". Timestamps come back as epoch numbers.
    */
   async listPage(
     db: Queryable,
@@ -148,23 +151,29 @@ export const deliveryRepo = {
     subscriptionId: string,
     filter: { status?: string; limit: number; after?: { createdAt: string; id: string } },
   ): Promise<DeliveryListRow[] | undefined> {
-    // LEFT JOIN: a live subscription without deliveries still yields one row (all delivery columns NULL).
-    const rows = await db.query<Omit<DeliveryListRow, 'id'> & { id: string | null }>(
-      `SELECT s.id AS subscription_found, d.id, d.event_id, d.event_type, d.subscription_id, d.status, d.attempts, d.http_status, d.failure_code,
+    const params: unknown[] = [tenantId, subscriptionId, filter.limit];
+    let where = '';
+    if (filter.status) {
+      params.push(filter.status);
+      where += ` AND d.status = $${params.length}`;
+    }
+    if (filter.after) {
+      params.push(filter.after.createdAt, filter.after.id);
+      where += ` AND (d.created_at, d.id) < ($${params.length - 1}::timestamptz, $${params.length})`;
+    }
+    const rows = await db.query<DeliveryListRow>(
+      `SELECT d.id, d.event_id, d.event_type, d.subscription_id, d.status, d.attempts, d.http_status, d.failure_code,
               ${epochMs('d.next_attempt_at')} AS next_attempt_at, ${epochMs('d.delivered_at')} AS delivered_at,
-              ${epochMs('d.created_at')} AS created_at, ${epochMs('d.updated_at')} AS updated_at, ${epochMicros('d.created_at')} AS created_key
-       FROM (SELECT id FROM webhook_subscriptions WHERE id = $2 AND tenant_id = $1 AND ${live}) s
-       LEFT JOIN LATERAL (
-         SELECT * FROM webhook_deliveries
-         WHERE tenant_id = $1 AND subscription_id = s.id AND ($3::text IS NULL OR status = $3)
-           AND ($4::timestamptz IS NULL OR (created_at, id) < ($4::timestamptz, $5::text))
-         ORDER BY created_at DESC, id DESC LIMIT $6
-       ) d ON true
-       ORDER BY d.created_at DESC, d.id DESC`,
-      [tenantId, subscriptionId, filter.status ?? null, filter.after?.createdAt ?? null, filter.after?.id ?? null, filter.limit],
+              ${epochMicros('d.created_at')} AS created_us, ${epochMs('d.updated_at')} AS updated_at
+       FROM webhook_deliveries d
+       WHERE d.tenant_id = $1 AND d.subscription_id = $2${where}
+         AND EXISTS (SELECT 1 FROM webhook_subscriptions s WHERE s.id = $2 AND s.tenant_id = $1 AND s.${live})
+       ORDER BY d.created_at DESC, d.id DESC LIMIT $3`,
+      params,
     );
-    if (rows.length === 0) return undefined;
-    return rows.filter((row): row is DeliveryListRow => row.id !== null);
+    if (rows.length === 0) return (await subscriptionRepo.get(db, tenantId, subscriptionId)) ? [] : undefined;
+    for (const row of rows) row.created_at = Math.floor(row.created_us / 1000);
+    return rows;
   },
 
   async get(db: Queryable, tenantId: string, subscriptionId: string, deliveryId: string): Promise<DeliveryRow | undefined> {

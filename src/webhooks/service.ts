@@ -196,7 +196,7 @@ export class WebhookService {
     const last = page[page.length - 1];
     return {
       deliveries: page.map(deliveryView),
-      ...(hasMore && last ? { nextCursor: this.deps.cursors.encode('webhook-deliveries', filters, { createdAt: isoMicros(last.created_key), id: last.id }) } : {}),
+      ...(hasMore && last ? { nextCursor: this.deps.cursors.encode('webhook-deliveries', filters, { createdAt: isoMicros(last.created_us), id: last.id }) } : {}),
       hasMore,
     };
   }
