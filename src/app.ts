@@ -8,7 +8,7 @@ import { DomainError, errorBody, statusOf, type ErrorCode, type Issue } from './
 import { authenticateHook } from './http/auth.js';
 import { ErrorBody } from './http/schemas.js';
 import { RateLimiter } from './http/rate-limit.js';
-import { lazyChild } from './http/lazy-logger.js';
+import { lazyChild } from './util/lazy-logger.js';
 import { validatorCompiler } from './http/validation.js';
 import { adminRoutes } from './admin/routes.js';
 import { webhookRoutes } from './webhooks/routes.js';

@@ -3,7 +3,7 @@ import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import pino from 'pino';
 import { loadConfig } from '../src/config.js';
-import { lazyChild } from '../src/http/lazy-logger.js';
+import { lazyChild } from '../src/util/lazy-logger.js';
 import { createRuntime } from '../src/runtime.js';
 import { ADMIN_TOKEN } from './helpers/app.js';
 import { isolatedDatabase } from './helpers/db.js';
