@@ -124,11 +124,11 @@ const SEED = [
           g.i % 2 = 0, g.i % 97 = 0, g.at - interval '2 days', g.at - interval '2 days'
    FROM (${ROWS}) g`,
   `INSERT INTO conversations (id, tenant_id, channel_id, channel_kind, contact_id, unread_count, needs_reply, needs_reply_reason,
-     needs_reply_detail, needs_reply_event_id, last_message_at, last_message_preview, search_text, created_at, updated_at)
+     needs_reply_detail, needs_reply_event_id, last_message_at, last_message_preview, search_text, contact_name, contact_phone, created_at, updated_at)
    SELECT ${id('conv')}, $1, CASE WHEN g.phone IS NULL THEN $6 ELSE $5 END, CASE WHEN g.phone IS NULL THEN 'instagram' ELSE 'whatsapp' END,
           ${id('ct')}, CASE WHEN g.i % 3 = 0 THEN 1 + g.i % 4 ELSE 0 END, g.i % 4 = 0, CASE WHEN g.i % 4 = 0 THEN 'inbound_message' END,
           CASE WHEN g.i % 4 = 0 THEN g.preview END, CASE WHEN g.i % 4 = 0 THEN ${id('msg')} END, g.at, g.preview,
-          concat_ws(' ', lower(g.name), regexp_replace(g.phone, '\\D', '', 'g'), lower(g.handle)), g.at - interval '2 days', g.at
+          concat_ws(' ', lower(g.name), regexp_replace(g.phone, '\\D', '', 'g'), lower(g.handle)), g.name, g.phone, g.at - interval '2 days', g.at
    FROM (${ROWS}) g`,
   `INSERT INTO messages (id, tenant_id, conversation_id, direction, text, created_at)
    SELECT ${id('msg')}, $1, ${id('conv')}, 'inbound', g.preview, g.at FROM (${ROWS}) g`,
@@ -162,13 +162,14 @@ export async function seed(query: Query, tenants: Array<{ tenant: Tenant; count:
   // The SQL above must write what src/conversations/repo.ts searchText() writes: compare a sample (plus the
   // conversations the admin API created) before measuring anything.
   const sample = await query(
-    `SELECT c.search_text, ct.name, ct.phone_e164, ct.handle FROM conversations c JOIN contacts ct ON ct.id = c.contact_id
+    `SELECT c.search_text, c.contact_name, c.contact_phone, ct.name, ct.phone_e164, ct.handle FROM conversations c JOIN contacts ct ON ct.id = c.contact_id
      WHERE c.tenant_id = $1 AND (c.id NOT LIKE 'b%' OR c.id LIKE '%7777' OR c.id LIKE '%5' OR c.id LIKE '%0') LIMIT 400`,
     [tenants[0].tenant.tenantId],
   );
   for (const row of sample) {
     const expected = searchText({ name: row.name as string | null, phone_e164: row.phone_e164 as string | null, handle: row.handle as string | null });
     if (row.search_text !== expected) throw new Error(`seeded search_text "${String(row.search_text)}" differs from the app's "${expected}"`);
+    if (row.contact_name !== row.name || row.contact_phone !== row.phone_e164) throw new Error('seeded conversation lacks its copy of the contact name or phone');
   }
   const vacuumStarted = Date.now();
   for (const table of ['contacts', 'conversations', 'messages']) await query(`VACUUM ANALYZE ${table}`);

@@ -131,6 +131,19 @@ describe('GET /conversations', () => {
     assert.deepEqual(body.inboxCounts, { total: 2, unread: 2, needsReply: 2 });
   });
 
+  test('renaming a contact renames it in the list and in search, on every channel', async () => {
+    const w = await world();
+    await app.admin('PATCH', `/tenants/${w.tenantId}/contacts/${w.maria.contactId}`, { name: 'Maria Vega' });
+    const body = await w.list({ contactQuery: 'vega' });
+    assert.deepEqual(ids(body).sort(), idsOf(w.maria, w.mariaIg).sort());
+    for (const item of body.conversations) assert.deepEqual(item.contact, { contactId: w.maria.contactId, name: 'Maria Vega', phone: '+525512345678' });
+    assert.deepEqual(ids(await w.list({ contactQuery: 'lóp' })), [], 'the old name no longer matches');
+
+    await app.admin('PATCH', `/tenants/${w.tenantId}/contacts/${w.maria.contactId}`, { name: null });
+    const item = (await w.list({ contactQuery: '5512' })).conversations.find((c) => c.conversationId === w.maria.conversationId)!;
+    assert.deepEqual(item.contact, { contactId: w.maria.contactId, phone: '+525512345678' }, 'a cleared name is absent');
+  });
+
   test('channel filter; inbox counts follow it', async () => {
     const w = await world();
     const instagram = await w.list({ channel: 'instagram' });

@@ -6,7 +6,7 @@ import { channelRepo, type ChannelRow } from '../channels/repo.js';
 import { emit } from '../webhooks/events.js';
 import { systemActor, type Actor } from './actor.js';
 import { normalizePhone } from './phone.js';
-import { conversationRepo, searchText, type ContactRow, type ConversationRow } from './repo.js';
+import { conversationRepo, type ContactRow, type ConversationRow } from './repo.js';
 import { recordActivity, requireActiveOperator, requireConversation } from './service.js';
 import { contactView, conversationView, handoffView } from './views.js';
 
@@ -42,7 +42,7 @@ export async function ensureContact(tx: Tx, tenantId: string, input: ContactInpu
   const addHandle = input.handle !== undefined && contact.handle === null;
   if (rename || addHandle) {
     contact = (await conversationRepo.updateContact(tx, tenantId, contact.id, { ...(rename ? { name: input.name } : {}), ...(addHandle ? { handle: input.handle } : {}) }, now))!;
-    await conversationRepo.refreshSearchText(tx, contact);
+    await conversationRepo.refreshContactCopy(tx, contact);
   }
   return contact;
 }
@@ -56,8 +56,7 @@ export async function ensureConversation(tx: Tx, tenantId: string, channel: Chan
     tenantId,
     channelId: channel.id,
     channelKind: channel.kind,
-    contactId: contact.id,
-    searchText: searchText(contact),
+    contact,
     now,
   });
   return inserted ?? (await conversationRepo.findConversation(tx, channel.id, contact.id))!;
@@ -102,7 +101,7 @@ export class InboxService {
     return this.db.transaction(async (tx) => {
       const contact = await conversationRepo.updateContact(tx, tenantId, contactId, patch, this.clock.now());
       if (!contact) throw notFound('contact');
-      if (patch.name !== undefined) await conversationRepo.refreshSearchText(tx, contact);
+      if (patch.name !== undefined) await conversationRepo.refreshContactCopy(tx, contact);
       return contactView(contact);
     });
   }
@@ -114,7 +113,7 @@ export class InboxService {
       const now = this.clock.now();
       await conversationRepo.setOwner(tx, conversationId, ownerOperatorId, now);
       await recordActivity(tx, { tenantId, conversationId, kind: 'conversation.owner_changed', actor, data: { ownerOperatorId }, now });
-      return conversationView((await conversationRepo.getWithContact(tx, tenantId, conversationId))!);
+      return conversationView((await conversationRepo.get(tx, tenantId, conversationId))!);
     });
   }
 

@@ -28,21 +28,21 @@ export interface ConversationRow {
   last_message_preview: string | null;
   open_review_id: string | null;
   open_handoff_id: string | null;
+  /** Copies of the contact's name and phone (kept by `refreshContactCopy`). */
+  contact_name: string | null;
+  contact_phone: string | null;
   created_at: Date;
   updated_at: Date;
 }
 
-/** A conversation joined with its contact, as lists and admin views show it. */
 export interface InboxCounts {
   total: number;
   unread: number;
   needsReply: number;
 }
 
-export interface ConversationListRow extends ConversationRow {
-  contact_name: string | null;
-  contact_phone: string | null;
-}
+/** A conversation as lists and admin views show it (with its contact's name and phone). */
+export type ConversationListRow = ConversationRow;
 
 export interface ReviewRow {
   id: string;
@@ -114,8 +114,6 @@ function filterSql(filter: ListFilter, params: unknown[]): string {
   return where.join(' AND ');
 }
 
-const listColumns = `c.*, ct.name AS contact_name, ct.phone_e164 AS contact_phone`;
-
 export const conversationRepo = {
   async findContactByPhone(db: Queryable, tenantId: string, phone: string): Promise<ContactRow | undefined> {
     return (await db.query<ContactRow>('SELECT * FROM contacts WHERE tenant_id = $1 AND phone_e164 = $2', [tenantId, phone]))[0];
@@ -156,8 +154,14 @@ export const conversationRepo = {
     return rows[0];
   },
 
-  async refreshSearchText(db: Queryable, contact: ContactRow): Promise<void> {
-    await db.query('UPDATE conversations SET search_text = $2 WHERE contact_id = $1', [contact.id, searchText(contact)]);
+  /** Rewrites the contact's copies on its conversations (search text, name, phone) after a change. */
+  async refreshContactCopy(db: Queryable, contact: ContactRow): Promise<void> {
+    await db.query('UPDATE conversations SET search_text = $2, contact_name = $3, contact_phone = $4 WHERE contact_id = $1', [
+      contact.id,
+      searchText(contact),
+      contact.name,
+      contact.phone_e164,
+    ]);
   },
 
   async findConversation(db: Queryable, channelId: string, contactId: string): Promise<ConversationRow | undefined> {
@@ -166,12 +170,12 @@ export const conversationRepo = {
 
   async insertConversation(
     db: Queryable,
-    row: { id: string; tenantId: string; channelId: string; channelKind: string; contactId: string; searchText: string; now: Date },
+    row: { id: string; tenantId: string; channelId: string; channelKind: string; contact: ContactRow; now: Date },
   ): Promise<ConversationRow> {
     const rows = await db.query<ConversationRow>(
-      `INSERT INTO conversations (id, tenant_id, channel_id, channel_kind, contact_id, last_message_at, search_text, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $6, $6) ON CONFLICT (channel_id, contact_id) DO NOTHING RETURNING *`,
-      [row.id, row.tenantId, row.channelId, row.channelKind, row.contactId, row.now, row.searchText],
+      `INSERT INTO conversations (id, tenant_id, channel_id, channel_kind, contact_id, last_message_at, search_text, contact_name, contact_phone, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $6, $6) ON CONFLICT (channel_id, contact_id) DO NOTHING RETURNING *`,
+      [row.id, row.tenantId, row.channelId, row.channelKind, row.contact.id, row.now, searchText(row.contact), row.contact.name, row.contact.phone_e164],
     );
     return rows[0];
   },
@@ -179,14 +183,6 @@ export const conversationRepo = {
   /** The conversation, locked for the rest of the transaction when `lock` is set. */
   async get(db: Queryable, tenantId: string, conversationId: string, lock = false): Promise<ConversationRow | undefined> {
     const rows = await db.query<ConversationRow>(`SELECT * FROM conversations WHERE tenant_id = $1 AND id = $2${lock ? ' FOR UPDATE' : ''}`, [tenantId, conversationId]);
-    return rows[0];
-  },
-
-  async getWithContact(db: Queryable, tenantId: string, conversationId: string): Promise<ConversationListRow | undefined> {
-    const rows = await db.query<ConversationListRow>(
-      `SELECT ${listColumns} FROM conversations c JOIN contacts ct ON ct.id = c.contact_id WHERE c.tenant_id = $1 AND c.id = $2`,
-      [tenantId, conversationId],
-    );
     return rows[0];
   },
 
@@ -265,7 +261,7 @@ export const conversationRepo = {
                 count(*) FILTER (WHERE c.needs_reply)::int AS inbox_needs_reply
          FROM conversations c WHERE ${countWhere})
        SELECT counts.*, p.* FROM counts LEFT JOIN LATERAL (
-         SELECT ${listColumns} FROM conversations c JOIN contacts ct ON ct.id = c.contact_id
+         SELECT c.* FROM conversations c
          WHERE ${pageWhere} ORDER BY c.last_message_at DESC, c.id DESC LIMIT $${params.length}
        ) p ON true
        ORDER BY p.last_message_at DESC, p.id DESC`,

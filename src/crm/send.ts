@@ -61,7 +61,7 @@ export class FollowUpSender {
     if (row.status !== 'pending' && row.status !== 'scheduled') throw conflict(`a ${row.status} follow-up cannot be sent`, { status: row.status });
     const now = this.clock.now();
     if (row.expires_at.getTime() <= now.getTime()) throw conflict('this follow-up has expired', { status: 'expired' });
-    const conversation = await conversationRepo.getWithContact(tx, tenantId, row.conversation_id);
+    const conversation = await conversationRepo.get(tx, tenantId, row.conversation_id);
     if (!conversation) throw conflict('the follow-up conversation no longer exists');
     const channel = await channelRepo.get(tx, tenantId, conversation.channel_id);
     if (!channel?.available) throw conflict('the conversation channel is not available for sending', { reason: 'channel_unavailable' });

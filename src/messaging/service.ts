@@ -70,7 +70,7 @@ export class MessagingService {
         });
       }
       const now = this.clock.now();
-      const contact = await ensureContact(tx, tenantId, { phone: input.recipientPhone }, now);
+      let contact = await ensureContact(tx, tenantId, { phone: input.recipientPhone }, now);
       if (!contact.consent) throw conflict('the recipient has not given consent to be contacted', { reason: 'recipient_no_consent' });
       if (contact.opted_out) throw conflict('the recipient has opted out', { reason: 'recipient_opted_out' });
       const failed = await messageRequestRepo.hasUnreconciledFailure(tx, tenantId, contact.phone_e164!);
@@ -78,7 +78,8 @@ export class MessagingService {
         throw conflict('a previous send to this recipient failed; reconcile it before sending again', { reason: 'unreconciled_failed_attempt', requestEventId: failed });
       }
       if (input.contactName && !contact.name) {
-        await conversationRepo.updateContact(tx, tenantId, contact.id, { name: input.contactName }, now).then((updated) => updated && conversationRepo.refreshSearchText(tx, updated));
+        contact = (await conversationRepo.updateContact(tx, tenantId, contact.id, { name: input.contactName }, now)) ?? contact;
+        await conversationRepo.refreshContactCopy(tx, contact);
       }
       const conversation = await ensureConversation(tx, tenantId, channel, contact, now);
       const { replyId, requestEventId } = await this.outbound.queue(tx, now, {

@@ -174,7 +174,7 @@ export class ReservationService {
 
   /** At most five mirrors whose normalised guest phone is the conversation contact's phone. */
   async forConversation(tenantId: string, conversationId: string) {
-    const conversation = await conversationRepo.getWithContact(this.db, tenantId, conversationId);
+    const conversation = await conversationRepo.get(this.db, tenantId, conversationId);
     if (!conversation) throw notFound('conversation');
     const phone = conversation.contact_phone ? normalizePhone(conversation.contact_phone) : undefined;
     if (!phone) return { conversationId, reservations: [], totalCount: 0 };
