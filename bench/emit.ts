@@ -1,11 +1,56 @@
-/** The latency phase's load: events emitted at a fixed rate through the admin route. */
+/**
+ * The latency phase's load: events emitted at a fixed rate. On PostgreSQL by the domain's own `emit()` in
+ * transactions of their own, from this process (what a state change in the api does: the outbox row and its
+ * fan-out committed, then NOTIFY); on PGlite, which one process owns, through the admin route.
+ */
 import { Pool } from 'undici';
+import { openDb, type Db } from '../src/db/driver.js';
+import { emit } from '../src/webhooks/events.js';
 import { sleep } from './lib.js';
 import { ADMIN_TOKEN, emitBody } from './procs.js';
 
-/** Emits `rate` events/s for `seconds` through the admin route over keep-alive connections; bounded in count and time. */
-export async function pacedEmit(base: string, tenantId: string, rate: number, seconds: number) {
+/** Commits one event and resolves with its id once committed. */
+export interface Emitter {
+  emit(seq: number): Promise<string>;
+  close(): Promise<void>;
+}
+
+export class EmitFailure extends Error {}
+
+/** The admin route (`POST /admin/v1/tenants/{id}/webhook-events`) over keep-alive connections. */
+export function routeEmitter(base: string, tenantId: string): Emitter {
   const pool = new Pool(base, { connections: 32, pipelining: 1, keepAliveTimeout: 30_000, headersTimeout: 10_000, bodyTimeout: 10_000 });
+  return {
+    async emit(seq) {
+      const response = await pool.request({
+        method: 'POST',
+        path: `/admin/v1/tenants/${tenantId}/webhook-events`,
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify(emitBody(seq)),
+      });
+      const text = await response.body.text();
+      if (response.statusCode !== 201) throw new EmitFailure(`HTTP ${response.statusCode}`);
+      return (JSON.parse(text) as { eventId: string }).eventId;
+    },
+    close: () => pool.destroy(),
+  };
+}
+
+/** `emit()` in its own transaction on a pool of 32 connections to the server's database. */
+export async function sqlEmitter(databaseUrl: string, schema: string, tenantId: string): Promise<Emitter> {
+  const db: Db = await openDb({ databaseUrl, schema, dataDir: '', poolSize: 32 });
+  return {
+    async emit(seq) {
+      const { data } = emitBody(seq);
+      const event = await db.transaction((tx) => emit(tx, new Date(), tenantId, 'message.created', data));
+      return event.eventId;
+    },
+    close: () => db.close(),
+  };
+}
+
+/** Emits `rate` events/s for `seconds`; bounded in count and time. */
+export async function pacedEmit(emitter: Emitter, rate: number, seconds: number) {
   const total = Math.round(rate * seconds);
   const records: Array<{ eventId: string; sentAt: number; doneAt: number }> = [];
   let failures = 0;
@@ -20,17 +65,10 @@ export async function pacedEmit(base: string, tenantId: string, rate: number, se
   const emitOne = async (seq: number) => {
     const sentAt = Date.now();
     try {
-      const response = await pool.request({
-        method: 'POST',
-        path: `/admin/v1/tenants/${tenantId}/webhook-events`,
-        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-        body: JSON.stringify(emitBody(seq)),
-      });
-      const text = await response.body.text();
-      const doneAt = Date.now();
-      if (response.statusCode !== 201) fail(`HTTP ${response.statusCode}`);
-      else records.push({ eventId: (JSON.parse(text) as { eventId: string }).eventId, sentAt, doneAt });
+      const eventId = await emitter.emit(seq);
+      records.push({ eventId, sentAt, doneAt: Date.now() });
     } catch (error) {
+      if (error instanceof EmitFailure) return fail(error.message);
       const code = (error as { code?: string }).code ?? (error instanceof Error ? error.name : 'error');
       fail(code === 'UND_ERR_DESTROYED' ? 'no answer when the loop ended' : code);
     }
@@ -53,7 +91,7 @@ export async function pacedEmit(base: string, tenantId: string, rate: number, se
     }
     await Promise.race([Promise.allSettled([...pending]), sleep(15_000)]);
   } finally {
-    await pool.destroy();
+    await emitter.close();
   }
   return { records, failures, failureReasons, attempted, start };
 }

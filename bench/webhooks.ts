@@ -1,14 +1,15 @@
 /**
  * Scenario 2: webhook delivery. (a) drain: N pending deliveries written straight into the database, then a
  * worker (--role all) started on that data; time until the receiver has them all. (b) latency: events
- * emitted at a fixed rate through the admin route, commit (response) to receipt at the receiver.
+ * emitted at a fixed rate (bench/emit.ts: by `emit()` in transactions on PostgreSQL, through the admin route
+ * on PGlite), commit to receipt at the receiver.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { openDb } from '../src/db/driver.js';
 import { CpuMeter, RssSampler, fmt, log, round, rssKb, sleep, summarise, type DbKind, type RssFigures } from './lib.js';
-import { pacedEmit } from './emit.js';
+import { pacedEmit, routeEmitter, sqlEmitter } from './emit.js';
 import { call, newSchema, seedSubscription, startReceiver, startServer, stopChild, withPg, type Server } from './procs.js';
 
 export interface WebhookPlan {
@@ -208,7 +209,8 @@ export async function runWebhooks(db: DbKind, postgresUrl: string | undefined, p
     log(`webhooks/${db}: emitting ${fmt(plan.rate)} events/s for ${plan.latencyS} s`);
     const latencyRss = new RssSampler(server.pid, 500);
     const latencyCpu = new CpuMeter({ server: server.pid, receiver: receiver.child.pid, bench: process.pid }, db === 'postgres');
-    const emitted = await pacedEmit(server.baseUrl, seeded.tenantId, plan.rate, plan.latencyS);
+    const emitter = db === 'postgres' ? await sqlEmitter(postgresUrl!, schema!, seeded.tenantId) : routeEmitter(server.baseUrl, seeded.tenantId);
+    const emitted = await pacedEmit(emitter, plan.rate, plan.latencyS);
     // Wait (at most 30 s) until every emitted event has arrived; stray deliveries from before do not count.
     const waitUntil = Date.now() + 30_000;
     let arrivals = await receiver.arrivals();
