@@ -34,11 +34,7 @@ function enabled(logger: LevelLogger, level: Level): boolean {
  * attempt once; pino children measured about 3% of a list request's CPU, while most requests and attempts
  * log nothing at the production level. Log lines are the same as with `parent.child(bindings)`.
  */
-export function lazyChild<L extends LevelLogger>(parent: L, bindings: Bindings, options?: ChildLoggerOptions): L {
-  return lazy(parent, bindings, options) as L;
-}
-
-function lazy(parent: LevelLogger, bindings: Bindings, options?: ChildLoggerOptions): LevelLogger {
+export function lazyChild(parent: LevelLogger, bindings: Bindings, options?: ChildLoggerOptions): LevelLogger {
   if (options?.level !== undefined) return realOf(parent).child(bindings, options);
   let real: LevelLogger | undefined;
   const materialize = (): LevelLogger => (real ??= realOf(parent).child(bindings, options));
@@ -63,7 +59,7 @@ function lazy(parent: LevelLogger, bindings: Bindings, options?: ChildLoggerOpti
     debug: logAt('debug'),
     trace: logAt('trace'),
     silent: (() => undefined) as LogFn,
-    child: (more, moreOptions) => lazy(logger, more, moreOptions),
+    child: (more, moreOptions) => lazyChild(logger, more, moreOptions),
   };
   return logger;
 }

@@ -48,7 +48,7 @@ interface ClaimedDelivery {
 const SECRET_CACHE_SIZE = 1_000;
 
 /** Delay before the next attempt after `failedInCycle` failures, with ±10% jitter so retries spread out. */
-function retryDelay(delays: number[], failedInCycle: number): number {
+export function retryDelay(delays: number[], failedInCycle: number): number {
   const base = delays[Math.min(failedInCycle - 1, delays.length - 1)];
   return Math.round(base * (0.9 + Math.random() * 0.2));
 }
