@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { openDb, type Queryable } from '../src/db/driver.js';
 import { conversationRepo, searchText, type ListFilter } from '../src/conversations/repo.js';
-import { searchPatterns } from '../src/conversations/service.js';
+import { contactSearch } from '../src/conversations/service.js';
 import type { Timing } from './api.js';
 import { CpuMeter, fmt, log, median, printTable, round, sleep, type DbKind } from './lib.js';
 import { call, newSchema, startBare, startServer, stopChild, withPg, type Server } from './procs.js';
@@ -83,7 +83,7 @@ export interface ConversationsResult {
 export const QUERIES: Array<{ what: string; contactQuery?: string }> = [
   { what: 'rare name', contactQuery: 'wojciech' },
   { what: 'common fragment', contactQuery: 'mar' },
-  { what: 'phone digits', contactQuery: '+52 55 1234' },
+  { what: 'phone number', contactQuery: '+52 55 1234' },
   { what: 'no query (plain listing)' },
 ];
 
@@ -240,7 +240,7 @@ async function profile(query: Query, tenantId: string): Promise<QueryProfile[]> 
   const executionMs = () => Number(/Execution Time: ([\d.]+) ms/.exec(plan)?.[1] ?? Number.NaN);
   const out: QueryProfile[] = [];
   for (const q of QUERIES) {
-    const filter: ListFilter = { tenantId, patterns: q.contactQuery ? searchPatterns(q.contactQuery) : [] };
+    const filter: ListFilter = { tenantId, ...(q.contactQuery ? contactSearch(q.contactQuery) : { patterns: [] }) };
     const times: number[] = [];
     for (let i = 0; i < 5; i += 1) {
       await conversationRepo.listWithCounts(explain, filter, { limit: 26 });

@@ -131,6 +131,16 @@ describe('GET /conversations', () => {
     assert.deepEqual(body.inboxCounts, { total: 2, unread: 2, needsReply: 2 });
   });
 
+  test('a number typed with its leading + matches the phones that start with it; without, its digits anywhere', async () => {
+    const w = await world();
+    const us = await inbound(app, w.tenantId, w.channelId, { name: 'Pat', phone: '+1 525 512 3456' }, 'Hi');
+    const found = async (contactQuery: string) => ids(await w.list({ contactQuery })).sort();
+    assert.deepEqual(await found('+52 55 12'), idsOf(w.maria, w.mariaIg).sort(), '+1 525 512… contains 525512 but does not start with +52');
+    assert.deepEqual(await found('+1 525'), idsOf(us));
+    assert.deepEqual(await found('525512'), idsOf(w.maria, w.mariaIg, us).sort());
+    assert.deepEqual((await w.list({ contactQuery: '+52 55 12' })).inboxCounts, { total: 2, unread: 2, needsReply: 2 });
+  });
+
   test('renaming a contact renames it in the list and in search, on every channel', async () => {
     const w = await world();
     await app.admin('PATCH', `/tenants/${w.tenantId}/contacts/${w.maria.contactId}`, { name: 'Maria Vega' });

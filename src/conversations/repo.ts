@@ -91,6 +91,8 @@ export interface ListFilter {
   ownerOperatorId?: string;
   /** LIKE patterns (already escaped) any of which must match search_text. */
   patterns: string[];
+  /** "+" and digits: the contact's E.164 phone must start with it. */
+  phonePrefix?: string;
 }
 
 function filterSql(filter: ListFilter, params: unknown[]): string {
@@ -110,6 +112,10 @@ function filterSql(filter: ListFilter, params: unknown[]): string {
       return `c.search_text LIKE $${params.length}`;
     });
     where.push(`(${ors.join(' OR ')})`);
+  }
+  if (filter.phonePrefix) {
+    params.push(`${filter.phonePrefix}%`);
+    where.push(`c.contact_phone LIKE $${params.length}`);
   }
   return where.join(' AND ');
 }

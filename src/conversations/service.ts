@@ -24,19 +24,30 @@ function escapeLike(value: string): string {
   return value.replace(/[\\%_]/g, (ch) => `\\${ch}`);
 }
 
+/** What a contact search matches: LIKE patterns over `search_text`, or the start of the contact's phone. */
+export interface ContactSearch {
+  /** Escaped LIKE patterns, any of which must match the name, phone digits and handle text. */
+  patterns: string[];
+  /** An international number as typed ("+52 55 1234"): the E.164 phones that start with it. */
+  phonePrefix?: string;
+}
+
 /**
- * What a contact search matches: the query as typed (lowercased) anywhere in name, phone digits or
- * handle; and, when the query looks like a phone number ("+52 55-12"), its digits in the phone.
+ * A contact search: the query as typed (lowercased) anywhere in name, phone digits or handle; and, when the
+ * query looks like a phone number ("55 12-34"), its digits anywhere in the phone. A number typed with its
+ * leading "+" is the start of an E.164 phone, so it matches phones that begin with it (and can use an
+ * ordinary index: a prefix of a number shared by most contacts is slow for a trigram index).
  */
-export function searchPatterns(query: string): string[] {
+export function contactSearch(query: string): ContactSearch {
   const lowered = query.trim().toLowerCase();
   const digits = lowered.replace(/\D/g, '');
   const phoneLike = /^[\d\s+().-]+$/.test(lowered) && digits.length >= 2;
-  // "+52 (55) 1234" as typed can only ever match a phone, and phones are stored as digits: one pattern.
-  if (phoneLike && /[+()]/.test(lowered)) return [`%${digits}%`];
+  if (phoneLike && lowered.startsWith('+')) return { patterns: [], phonePrefix: `+${digits}` };
+  // "(55) 1234" as typed can only ever match a phone, and phones are stored as digits: one pattern.
+  if (phoneLike && /[+()]/.test(lowered)) return { patterns: [`%${digits}%`] };
   const patterns = [`%${escapeLike(lowered)}%`];
   if (phoneLike && digits !== lowered) patterns.push(`%${digits}%`);
-  return patterns;
+  return { patterns };
 }
 
 /** Records an activity row and wakes the realtime stream when the transaction commits. */
@@ -85,7 +96,7 @@ export class ConversationService {
       tenantId,
       channel: query.channel && query.channel !== 'all' ? query.channel : undefined,
       ownerOperatorId: owner,
-      patterns: query.contactQuery ? searchPatterns(query.contactQuery) : [],
+      ...(query.contactQuery ? contactSearch(query.contactQuery) : { patterns: [] }),
     };
     const binding = { tenantId, contactQuery: query.contactQuery ?? null, channel: filter.channel ?? 'all', owner: owner ?? 'all' };
     const after = query.cursor ? this.cursors.decode<{ at: string; id: string }>('conversations', binding, query.cursor) : undefined;
