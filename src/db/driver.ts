@@ -26,6 +26,12 @@ export interface Db extends Queryable {
   /** Schema the tables live in (for advisory lock keys and channel names). */
   readonly schema: string;
   transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  /**
+   * A hot statement whose best plan does not depend on its parameter values (the webhook claim): on
+   * PostgreSQL it runs with a generic plan kept per connection, skipping the planning every other statement
+   * pays per call (about 1 ms for the claim, five times its execution on an idle queue).
+   */
+  queryCachedPlan<T = Record<string, unknown>>(sql: string, params: readonly unknown[]): Promise<T[]>;
   /** Subscribe to wake-ups on `channel`; returns an unsubscribe function. */
   listen(channel: string, onWake: () => void): Promise<() => void>;
   close(): Promise<void>;
@@ -121,17 +127,38 @@ function statement(sql: string, params: readonly unknown[] | undefined): pg.Quer
   return { name, text: sql, values };
 }
 
+const CACHED_PLAN_POOL_SIZE = 2;
+
+function newPool(config: pg.ClientConfig, max: number): pg.Pool {
+  const pool = new pg.Pool({ ...config, max, idleTimeoutMillis: 30_000 });
+  // Idle clients can error when the server restarts; the pool replaces them.
+  pool.on('error', () => undefined);
+  return pool;
+}
+
 class PostgresDb implements Db {
   readonly kind = 'postgres' as const;
   private readonly signals = new LocalSignals();
   private listener: pg.Client | undefined;
   private readonly listened = new Set<string>();
   private closing = false;
+  /** Connections whose prepared statements keep their generic plan (see queryCachedPlan); opened on first use. */
+  private cachedPlanPool: pg.Pool | undefined;
   constructor(private readonly pool: pg.Pool, readonly schema: string, private readonly clientConfig: pg.ClientConfig) {}
 
   async query<T>(sql: string, params?: readonly unknown[]): Promise<T[]> {
     assertNotInTransaction();
     const result = await this.pool.query(statement(sql, params));
+    return result.rows as T[];
+  }
+
+  async queryCachedPlan<T>(sql: string, params: readonly unknown[]): Promise<T[]> {
+    assertNotInTransaction();
+    this.cachedPlanPool ??= newPool(
+      { ...this.clientConfig, options: this.clientConfig.options?.replace('plan_cache_mode=force_custom_plan', 'plan_cache_mode=force_generic_plan') },
+      CACHED_PLAN_POOL_SIZE,
+    );
+    const result = await this.cachedPlanPool.query(statement(sql, params));
     return result.rows as T[];
   }
 
@@ -226,6 +253,7 @@ class PostgresDb implements Db {
   async close(): Promise<void> {
     this.closing = true;
     await this.listener?.end().catch(() => undefined);
+    await this.cachedPlanPool?.end();
     await this.pool.end();
   }
 }
@@ -262,6 +290,10 @@ class PgliteDb implements Db {
     return this.signals.on(channel, onWake);
   }
 
+  queryCachedPlan<T>(sql: string, params: readonly unknown[]): Promise<T[]> {
+    return this.query<T>(sql, params);
+  }
+
   async close(): Promise<void> {
     await this.lite.close();
   }
@@ -276,9 +308,7 @@ export async function openDb(options: DbOptions): Promise<Db> {
       // public stays on the path for extension objects (pg_trgm lives there); our tables are in `schema`.
       options: `-c plan_cache_mode=force_custom_plan${schema === 'public' ? '' : ` -c search_path=${schema},public`}`,
     };
-    const pool = new pg.Pool({ ...clientConfig, max: options.poolSize ?? 20, idleTimeoutMillis: 30_000 });
-    // Idle clients can error when the server restarts; the pool replaces them.
-    pool.on('error', () => undefined);
+    const pool = newPool(clientConfig, options.poolSize ?? 20);
     if (schema !== 'public') await pool.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
     return new PostgresDb(pool, schema, clientConfig);
   }

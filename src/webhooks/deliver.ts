@@ -129,7 +129,9 @@ export class WebhookDispatcher {
     const now = this.clock.now();
     const { hosts, room } = this.hostRoom();
     const full = hosts.filter((_, i) => room[i] === 0);
-    const rows = await this.db.query<ClaimedDelivery>(
+    // A generic plan: the claim's best plan is the same for every parameter value, and planning it cost more
+    // than running it.
+    const rows = await this.db.queryCachedPlan<ClaimedDelivery>(
       `WITH candidates AS (
          SELECT d2.id, d2.next_attempt_at, s2.host FROM webhook_deliveries d2
          JOIN webhook_subscriptions s2 ON s2.id = d2.subscription_id
