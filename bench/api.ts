@@ -42,7 +42,6 @@ export interface ApiResult {
 
 /** Alternating measuring rounds of the real and the minimal route. */
 const ROUNDS = 3;
-const round3 = (value: number) => round(value, 3);
 
 export interface Timing {
   warmupS: number;
@@ -132,13 +131,19 @@ export async function runApi(db: DbKind, postgresUrl: string | undefined, timing
     await cannon(minimalTarget.url, 32, timing.warmupS, minimalTarget.headers);
     const rounds: Array<{ route: Load; minimal: Load; ratio: number }> = [];
     const roundS = Math.max(2, Math.round(timing.measureS / 2));
-    for (let round = 0; round < ROUNDS; round += 1) {
-      const first = round % 2 === 0 ? real : minimalTarget;
-      const second = first === real ? minimalTarget : real;
-      const a = await measure(`round ${round + 1}: ${first === real ? 'real route' : 'minimal route'}, 32 connections`, first, 32, timing, roundS, false);
-      const b = await measure(`round ${round + 1}: ${second === real ? 'real route' : 'minimal route'}, 32 connections`, second, 32, timing, roundS, false);
-      const [route, minimal] = first === real ? [a, b] : [b, a];
-      rounds.push({ route, minimal, ratio: round3(route.rps / minimal.rps) });
+    for (let i = 0; i < ROUNDS; i += 1) {
+      const run = (which: 'real' | 'minimal') =>
+        measure(`round ${i + 1}: ${which} route, 32 connections`, which === 'real' ? real : minimalTarget, 32, timing, roundS, false);
+      let route: Load;
+      let minimal: Load;
+      if (i % 2 === 0) {
+        route = await run('real');
+        minimal = await run('minimal');
+      } else {
+        minimal = await run('minimal');
+        route = await run('real');
+      }
+      rounds.push({ route, minimal, ratio: round(route.rps / minimal.rps, 3) });
     }
     const middle = [...rounds].sort((x, y) => x.ratio - y.ratio)[Math.floor(rounds.length / 2)];
     const { route, minimal } = middle;

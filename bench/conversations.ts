@@ -240,7 +240,7 @@ async function profile(query: Query, tenantId: string): Promise<QueryProfile[]> 
   const executionMs = () => Number(/Execution Time: ([\d.]+) ms/.exec(plan)?.[1] ?? Number.NaN);
   const out: QueryProfile[] = [];
   for (const q of QUERIES) {
-    const filter: ListFilter = { tenantId, ...(q.contactQuery ? contactSearch(q.contactQuery) : { patterns: [] }) };
+    const filter: ListFilter = { tenantId, ...contactSearch(q.contactQuery) };
     const times: number[] = [];
     for (let i = 0; i < 5; i += 1) {
       await conversationRepo.listWithCounts(explain, filter, { limit: 26 });

@@ -15,7 +15,8 @@ export interface Emitter {
   close(): Promise<void>;
 }
 
-export class EmitFailure extends Error {}
+/** A refused emit (its reason is reported as is). */
+class EmitFailure extends Error {}
 
 /** The admin route (`POST /admin/v1/tenants/{id}/webhook-events`) over keep-alive connections. */
 export function routeEmitter(base: string, tenantId: string): Emitter {

@@ -15,7 +15,6 @@ export interface Check {
   pass: boolean;
 }
 
-/** RSS counts as flat when the worker grows by at most this much during the drain. */
 /**
  * "RSS flat with 100,000 pending": the worker's memory must not follow the backlog or creep with time. Its RSS
  * is a garbage-collection sawtooth (allocation climbs, a major GC drops it) whose height is V8's choice, so

@@ -41,9 +41,6 @@ export interface InboxCounts {
   needsReply: number;
 }
 
-/** A conversation as lists and admin views show it (with its contact's name and phone). */
-export type ConversationListRow = ConversationRow;
-
 export interface ReviewRow {
   id: string;
   tenant_id: string;
@@ -252,7 +249,7 @@ export const conversationRepo = {
     db: Queryable,
     filter: ListFilter,
     page: { limit: number; after?: { at: string; id: string } },
-  ): Promise<{ rows: ConversationListRow[]; counts: InboxCounts }> {
+  ): Promise<{ rows: ConversationRow[]; counts: InboxCounts }> {
     const params: unknown[] = [];
     const countWhere = filterSql(filter, params);
     let pageWhere = filterSql(filter, params);
@@ -261,7 +258,7 @@ export const conversationRepo = {
       pageWhere += ` AND (c.last_message_at, c.id) < ($${params.length - 1}::timestamptz, $${params.length})`;
     }
     params.push(page.limit);
-    const rows = await db.query<Omit<ConversationListRow, 'id'> & { id: string | null; inbox_total: number; inbox_unread: number; inbox_needs_reply: number }>(
+    const rows = await db.query<Omit<ConversationRow, 'id'> & { id: string | null; inbox_total: number; inbox_unread: number; inbox_needs_reply: number }>(
       `WITH counts AS (
          SELECT count(*)::int AS inbox_total, count(*) FILTER (WHERE c.unread_count > 0)::int AS inbox_unread,
                 count(*) FILTER (WHERE c.needs_reply)::int AS inbox_needs_reply

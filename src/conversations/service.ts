@@ -38,7 +38,8 @@ export interface ContactSearch {
  * leading "+" is the start of an E.164 phone, so it matches phones that begin with it (and can use an
  * ordinary index: a prefix of a number shared by most contacts is slow for a trigram index).
  */
-export function contactSearch(query: string): ContactSearch {
+export function contactSearch(query: string | undefined): ContactSearch {
+  if (query === undefined) return { patterns: [] };
   const lowered = query.trim().toLowerCase();
   const digits = lowered.replace(/\D/g, '');
   const phoneLike = /^[\d\s+().-]+$/.test(lowered) && digits.length >= 2;
@@ -96,7 +97,7 @@ export class ConversationService {
       tenantId,
       channel: query.channel && query.channel !== 'all' ? query.channel : undefined,
       ownerOperatorId: owner,
-      ...(query.contactQuery ? contactSearch(query.contactQuery) : { patterns: [] }),
+      ...contactSearch(query.contactQuery),
     };
     const binding = { tenantId, contactQuery: query.contactQuery ?? null, channel: filter.channel ?? 'all', owner: owner ?? 'all' };
     const after = query.cursor ? this.cursors.decode<{ at: string; id: string }>('conversations', binding, query.cursor) : undefined;

@@ -1,5 +1,5 @@
 import { iso } from '../util/time.js';
-import type { ContactRow, ConversationListRow, HandoffRow, ReviewRow } from './repo.js';
+import type { ContactRow, ConversationRow, HandoffRow, ReviewRow } from './repo.js';
 
 export function contactView(row: ContactRow) {
   return {
@@ -12,7 +12,7 @@ export function contactView(row: ContactRow) {
   };
 }
 
-export function conversationView(row: ConversationListRow) {
+export function conversationView(row: ConversationRow) {
   return {
     conversationId: row.id,
     channel: row.channel_kind,

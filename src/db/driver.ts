@@ -129,6 +129,15 @@ function statement(sql: string, params: readonly unknown[] | undefined): pg.Quer
 
 const CACHED_PLAN_POOL_SIZE = 2;
 
+/** Connection settings for our schema; `planCacheMode` is the session's `plan_cache_mode` (see `statement`). */
+function connectionConfig(databaseUrl: string, schema: string, planCacheMode: 'force_custom_plan' | 'force_generic_plan'): pg.ClientConfig {
+  return {
+    connectionString: databaseUrl,
+    // public stays on the path for extension objects (pg_trgm lives there); our tables are in `schema`.
+    options: `-c plan_cache_mode=${planCacheMode}${schema === 'public' ? '' : ` -c search_path=${schema},public`}`,
+  };
+}
+
 function newPool(config: pg.ClientConfig, max: number): pg.Pool {
   const pool = new pg.Pool({ ...config, max, idleTimeoutMillis: 30_000 });
   // Idle clients can error when the server restarts; the pool replaces them.
@@ -144,7 +153,11 @@ class PostgresDb implements Db {
   private closing = false;
   /** Connections whose prepared statements keep their generic plan (see queryCachedPlan); opened on first use. */
   private cachedPlanPool: pg.Pool | undefined;
-  constructor(private readonly pool: pg.Pool, readonly schema: string, private readonly clientConfig: pg.ClientConfig) {}
+  constructor(
+    private readonly pool: pg.Pool,
+    readonly schema: string,
+    private readonly databaseUrl: string,
+  ) {}
 
   async query<T>(sql: string, params?: readonly unknown[]): Promise<T[]> {
     assertNotInTransaction();
@@ -154,10 +167,7 @@ class PostgresDb implements Db {
 
   async queryCachedPlan<T>(sql: string, params: readonly unknown[]): Promise<T[]> {
     assertNotInTransaction();
-    this.cachedPlanPool ??= newPool(
-      { ...this.clientConfig, options: this.clientConfig.options?.replace('plan_cache_mode=force_custom_plan', 'plan_cache_mode=force_generic_plan') },
-      CACHED_PLAN_POOL_SIZE,
-    );
+    this.cachedPlanPool ??= newPool(connectionConfig(this.databaseUrl, this.schema, 'force_generic_plan'), CACHED_PLAN_POOL_SIZE);
     const result = await this.cachedPlanPool.query(statement(sql, params));
     return result.rows as T[];
   }
@@ -208,7 +218,7 @@ class PostgresDb implements Db {
   }
 
   private async connectListener(): Promise<void> {
-    const client = new pg.Client(this.clientConfig);
+    const client = new pg.Client(connectionConfig(this.databaseUrl, this.schema, 'force_custom_plan'));
     this.listener = client;
     client.on('notification', (message) => {
       const prefix = `${this.schema}.`;
@@ -303,14 +313,9 @@ class PgliteDb implements Db {
 export async function openDb(options: DbOptions): Promise<Db> {
   const schema = options.schema ?? 'public';
   if (options.databaseUrl) {
-    const clientConfig: pg.ClientConfig = {
-      connectionString: options.databaseUrl,
-      // public stays on the path for extension objects (pg_trgm lives there); our tables are in `schema`.
-      options: `-c plan_cache_mode=force_custom_plan${schema === 'public' ? '' : ` -c search_path=${schema},public`}`,
-    };
-    const pool = newPool(clientConfig, options.poolSize ?? 20);
+    const pool = newPool(connectionConfig(options.databaseUrl, schema, 'force_custom_plan'), options.poolSize ?? 20);
     if (schema !== 'public') await pool.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
-    return new PostgresDb(pool, schema, clientConfig);
+    return new PostgresDb(pool, schema, options.databaseUrl);
   }
   const memory = options.dataDir.startsWith('memory://');
   let dataDir: string | undefined;

@@ -15,14 +15,6 @@ export interface LevelLogger {
 
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
 
-/** The pino logger behind a lazy one (made on first call). */
-const REAL = Symbol('real logger');
-type Lazy = LevelLogger & { [REAL]: () => LevelLogger };
-
-function realOf(logger: LevelLogger): LevelLogger {
-  return REAL in logger ? (logger as Lazy)[REAL]() : logger;
-}
-
 function enabled(logger: LevelLogger, level: Level): boolean {
   const threshold = pino.levels.values[logger.level];
   return threshold !== undefined && pino.levels.values[level] >= threshold;
@@ -34,32 +26,65 @@ function enabled(logger: LevelLogger, level: Level): boolean {
  * attempt once; pino children measured about 3% of a list request's CPU, while most requests and attempts
  * log nothing at the production level. Log lines are the same as with `parent.child(bindings)`.
  */
+class LazyChild implements LevelLogger {
+  private made: LevelLogger | undefined;
+
+  constructor(
+    private readonly parent: LevelLogger,
+    private readonly bindings: Bindings,
+    private readonly options: ChildLoggerOptions | undefined,
+  ) {}
+
+  /** The pino child (made on first need); a lazy parent contributes its own pino child. */
+  real(): LevelLogger {
+    return (this.made ??= realOf(this.parent).child(this.bindings, this.options));
+  }
+
+  get level(): string {
+    return (this.made ?? this.parent).level;
+  }
+
+  set level(level: string) {
+    this.real().level = level;
+  }
+
+  private write(level: Level, args: unknown[]): void {
+    if (!enabled(this.made ?? this.parent, level)) return;
+    const target = this.real();
+    (target[level] as (...a: unknown[]) => void).apply(target, args);
+  }
+
+  fatal(...args: unknown[]): void {
+    this.write('fatal', args);
+  }
+  error(...args: unknown[]): void {
+    this.write('error', args);
+  }
+  warn(...args: unknown[]): void {
+    this.write('warn', args);
+  }
+  info(...args: unknown[]): void {
+    this.write('info', args);
+  }
+  debug(...args: unknown[]): void {
+    this.write('debug', args);
+  }
+  trace(...args: unknown[]): void {
+    this.write('trace', args);
+  }
+  silent(): void {}
+
+  child(bindings: Bindings, options?: ChildLoggerOptions): LevelLogger {
+    return lazyChild(this, bindings, options);
+  }
+}
+
+function realOf(logger: LevelLogger): LevelLogger {
+  return logger instanceof LazyChild ? logger.real() : logger;
+}
+
 export function lazyChild(parent: LevelLogger, bindings: Bindings, options?: ChildLoggerOptions): LevelLogger {
+  // A child with its own level must exist for that level to apply.
   if (options?.level !== undefined) return realOf(parent).child(bindings, options);
-  let real: LevelLogger | undefined;
-  const materialize = (): LevelLogger => (real ??= realOf(parent).child(bindings, options));
-  const logAt = (level: Level): LogFn =>
-    function log(this: unknown, ...args: unknown[]) {
-      if (!enabled(real ?? parent, level)) return;
-      const target = materialize();
-      (target[level] as (...a: unknown[]) => void).apply(target, args);
-    } as LogFn;
-  const logger: Lazy = {
-    [REAL]: materialize,
-    get level() {
-      return (real ?? parent).level;
-    },
-    set level(level) {
-      materialize().level = level;
-    },
-    fatal: logAt('fatal'),
-    error: logAt('error'),
-    warn: logAt('warn'),
-    info: logAt('info'),
-    debug: logAt('debug'),
-    trace: logAt('trace'),
-    silent: (() => undefined) as LogFn,
-    child: (more, moreOptions) => lazyChild(logger, more, moreOptions),
-  };
-  return logger;
+  return new LazyChild(parent, bindings, options);
 }
