@@ -1,4 +1,5 @@
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
+import { pooledRandomBytes } from './ids.js';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyBaseLogger, type RawServerDefault } from 'fastify';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -84,7 +85,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<App>
     bodyLimit: 1024 * 1024,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : `req_${randomBytes(9).toString('base64url')}`;
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : `req_${pooledRandomBytes(9).toString('base64url')}`;
     },
     // Path values the schemas allow (conversationId up to 200, template names up to 512) must reach
     // validation; Fastify's default maxParamLength (100) answers longer ones with a bare 414.

@@ -1,10 +1,29 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomFillSync } from 'node:crypto';
 
 const alphabet = '0123456789abcdefghijklmnopqrstuvwxyz';
 
+// Cryptographically random bytes drawn from a buffer refilled 4 KB at a time: a call to randomBytes costs
+// microseconds for a handful of bytes, and every request (its id) and every event takes some. Node's
+// crypto.randomUUID buffers the same way.
+const POOL_SIZE = 4096;
+const pool = Buffer.alloc(POOL_SIZE);
+let poolOffset = POOL_SIZE;
+
+/** `length` fresh random bytes (a copy: callers may keep them). */
+export function pooledRandomBytes(length: number): Buffer {
+  if (length > POOL_SIZE) return randomBytes(length);
+  if (poolOffset + length > POOL_SIZE) {
+    randomFillSync(pool);
+    poolOffset = 0;
+  }
+  const bytes = Buffer.from(pool.subarray(poolOffset, poolOffset + length));
+  poolOffset += length;
+  return bytes;
+}
+
 /** Random identifier with a readable type prefix, e.g. `whk_3k9x…` (about 103 bits of entropy). */
 export function newId(prefix: string, length = 20): string {
-  const bytes = randomBytes(length);
+  const bytes = pooledRandomBytes(length);
   let out = '';
   for (const byte of bytes) out += alphabet[byte % 36];
   return `${prefix}_${out}`;

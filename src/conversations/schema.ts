@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { DateTime, Strict, StringEnum } from '../http/schemas.js';
-import { CHANNEL_FILTERS, REVIEW_REASONS } from './service.js';
+import { CHANNEL_FILTERS, REVIEW_REASONS, SEARCH_COUNT_CAP } from './service.js';
 
 const OperatorRef = Type.String({ minLength: 1, maxLength: 120 });
 
@@ -43,6 +43,11 @@ export const ConversationList = Type.Object(
     nextCursor: Type.Optional(Type.String()),
     hasMore: Type.Boolean(),
     inboxCounts: Type.Object({ total: Type.Integer(), unread: Type.Integer(), needsReply: Type.Integer() }, { additionalProperties: false }),
+    inboxCountsCapped: Type.Optional(
+      Type.Literal(true, {
+        description: `Present when a contactQuery matched more than ${SEARCH_COUNT_CAP} conversations: inboxCounts then describe the ${SEARCH_COUNT_CAP} most recently active matches (total is ${SEARCH_COUNT_CAP}; unread and needsReply are lower bounds)`,
+      }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -11,6 +11,13 @@ import { conversationView, reviewView } from './views.js';
 
 export const REVIEW_REASONS = ['ai_response_issue', 'knowledge_gap', 'policy_compliance', 'guest_experience', 'booking_payment', 'other'] as const;
 export const CHANNEL_FILTERS = ['all', 'whatsapp', 'instagram', 'messenger', 'webchat'] as const;
+/**
+ * A contact search counts at most this many matches (the most recently active); past it the response says
+ * `inboxCountsCapped: true`. Counting every match of a short fragment costs time in proportion to the tenant's
+ * inbox; this keeps a search's cost bounded whatever the inbox size (docs/decisions.md). At least the largest
+ * page (100): a search's first page is cut from the counted matches.
+ */
+export const SEARCH_COUNT_CAP = 100;
 
 export interface ListQuery {
   contactQuery?: string;
@@ -102,7 +109,7 @@ export class ConversationService {
     const binding = { tenantId, contactQuery: query.contactQuery ?? null, channel: filter.channel ?? 'all', owner: owner ?? 'all' };
     const after = query.cursor ? this.cursors.decode<{ at: string; id: string }>('conversations', binding, query.cursor) : undefined;
     const limit = query.limit ?? 25;
-    const { rows, counts } = await conversationRepo.listWithCounts(this.db, filter, { limit: limit + 1, after });
+    const { rows, counts, countsCapped } = await conversationRepo.listWithCounts(this.db, filter, { limit: limit + 1, after, countCap: SEARCH_COUNT_CAP });
     const page = rows.slice(0, limit);
     const hasMore = rows.length > limit;
     const last = page[page.length - 1];
@@ -111,6 +118,7 @@ export class ConversationService {
       ...(hasMore && last ? { nextCursor: this.cursors.encode('conversations', binding, { at: iso(last.last_message_at), id: last.id }) } : {}),
       hasMore,
       inboxCounts: counts,
+      ...(countsCapped ? { inboxCountsCapped: true as const } : {}),
     };
   }
 

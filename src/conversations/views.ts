@@ -1,5 +1,5 @@
 import { iso } from '../util/time.js';
-import type { ContactRow, ConversationRow, HandoffRow, ReviewRow } from './repo.js';
+import type { ContactRow, HandoffRow, InboxRow, ReviewRow } from './repo.js';
 
 export function contactView(row: ContactRow) {
   return {
@@ -12,7 +12,7 @@ export function contactView(row: ContactRow) {
   };
 }
 
-export function conversationView(row: ConversationRow) {
+export function conversationView(row: InboxRow) {
   return {
     conversationId: row.id,
     channel: row.channel_kind,

@@ -1,21 +1,33 @@
-// Date#toISOString was the largest single cost of printing a 50-row page (about 0.6 µs a call). Timestamps of
-// one page mostly share their minute, so the "YYYY-MM-DDTHH:MM:" prefix is kept and only seconds and
-// milliseconds are printed: about 0.07 µs, the same string.
+// Date#toISOString was the largest single cost of printing a page (about 0.6 µs a call). The "YYYY-MM-DDT"
+// prefix of a few recent days is kept (a page alternates between a row's activity and creation days) and the
+// time of day is printed from two-digit strings: about 0.1 µs, the same string.
 const MAX_FOUR_DIGIT_YEAR_MS = 253_402_300_799_999;
-let prefixMinute = Number.NaN;
-let prefix = '';
+const DAY_MS = 86_400_000;
+const DAY_PREFIXES_KEPT = 64;
+const dayPrefixes = new Map<number, string>();
+const TWO_DIGITS = Array.from({ length: 60 }, (_, n) => (n < 10 ? `0${n}` : String(n)));
+const THREE_DIGITS = Array.from({ length: 1000 }, (_, n) => String(n).padStart(3, '0'));
+
+function dayPrefix(day: number): string {
+  let prefix = dayPrefixes.get(day);
+  if (prefix === undefined) {
+    if (dayPrefixes.size >= DAY_PREFIXES_KEPT) dayPrefixes.clear();
+    prefix = new Date(day * DAY_MS).toISOString().slice(0, 11);
+    dayPrefixes.set(day, prefix);
+  }
+  return prefix;
+}
 
 function isoOfEpochMs(ms: number): string {
-  if (!(ms >= 0 && ms <= MAX_FOUR_DIGIT_YEAR_MS)) return new Date(ms).toISOString();
-  const minute = Math.floor(ms / 60_000);
-  if (minute !== prefixMinute) {
-    prefix = new Date(minute * 60_000).toISOString().slice(0, 17);
-    prefixMinute = minute;
-  }
-  const inMinute = ms - minute * 60_000;
-  const seconds = Math.floor(inMinute / 1000);
-  const millis = inMinute - seconds * 1000;
-  return `${prefix}${seconds < 10 ? '0' : ''}${seconds}.${millis < 10 ? '00' : millis < 100 ? '0' : ''}${millis}Z`;
+  if (!(ms >= 0 && ms <= MAX_FOUR_DIGIT_YEAR_MS && Number.isInteger(ms))) return new Date(ms).toISOString();
+  const day = Math.floor(ms / DAY_MS);
+  let rest = ms - day * DAY_MS;
+  const hours = Math.floor(rest / 3_600_000);
+  rest -= hours * 3_600_000;
+  const minutes = Math.floor(rest / 60_000);
+  rest -= minutes * 60_000;
+  const seconds = Math.floor(rest / 1000);
+  return `${dayPrefix(day)}${TWO_DIGITS[hours]}:${TWO_DIGITS[minutes]}:${TWO_DIGITS[seconds]}.${THREE_DIGITS[rest - seconds * 1000]}Z`;
 }
 
 /** ISO 8601 string of a database timestamp (a Date, text, or epoch milliseconds), or undefined when absent. */
