@@ -86,27 +86,46 @@ export function rssKb(pid: number | undefined): number | undefined {
   }
 }
 
-/** CPU time (user + system) and command name of a process; undefined when it is gone. Assumes CLK_TCK = 100. */
-function procStat(pid: number | string): { comm: string; cpu: number } | undefined {
+/**
+ * CPU time (user + system), the CPU time of its exited children it has reaped (cutime + cstime), parent pid and
+ * command name of a process; undefined when it is gone. Assumes CLK_TCK = 100.
+ */
+function procStat(pid: number | string): { comm: string; ppid: number; cpu: number; reapedCpu: number } | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const close = stat.lastIndexOf(')');
     const fields = stat.slice(close + 2).split(' ');
-    return { comm: stat.slice(stat.indexOf('(') + 1, close), cpu: (Number(fields[11]) + Number(fields[12])) / 100 };
+    return {
+      comm: stat.slice(stat.indexOf('(') + 1, close),
+      ppid: Number(fields[1]),
+      cpu: (Number(fields[11]) + Number(fields[12])) / 100,
+      reapedCpu: (Number(fields[13]) + Number(fields[14])) / 100,
+    };
   } catch {
     return undefined;
   }
 }
 
-/** CPU seconds of every process called `postgres` on this machine (the local server's processes), by pid. */
-function postgresCpu(): Map<string, number> {
-  const out = new Map<string, number>();
+/**
+ * CPU seconds used so far by the local PostgreSQL server: every live process called `postgres`, plus the CPU of
+ * the exited children the postmaster has reaped (backends of closed connections, autovacuum workers), which the
+ * kernel adds to the parent that waited for them. Over an interval the difference is exact: a process that
+ * exited meanwhile is in the start figure with its CPU until then and in the end figure with its whole lifetime.
+ */
+function postgresCpu(): number {
+  const stats = new Map<string, { ppid: number; cpu: number; reapedCpu: number }>();
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     const stat = procStat(pid);
-    if (stat?.comm === 'postgres') out.set(pid, stat.cpu);
+    if (stat?.comm === 'postgres') stats.set(pid, stat);
   }
-  return out;
+  let total = 0;
+  for (const stat of stats.values()) {
+    total += stat.cpu;
+    // The postmaster is the postgres process whose parent is not one.
+    if (!stats.has(String(stat.ppid))) total += stat.reapedCpu;
+  }
+  return total;
 }
 
 /** Whole-machine CPU counters from /proc/stat: busy and total ticks (all cores). */
@@ -130,7 +149,7 @@ function machineTicks(): { busy: number; iowait: number; total: number } {
 export class CpuMeter {
   private readonly start = Date.now();
   private readonly startCpu: Map<string, number | undefined>;
-  private readonly startPostgres: Map<string, number> | undefined;
+  private readonly startPostgres: number | undefined;
   private readonly startMachine = machineTicks();
   constructor(private readonly pids: Record<string, number | undefined>, withPostgres: boolean) {
     this.startCpu = new Map(Object.entries(pids).map(([name, pid]) => [name, pid === undefined ? undefined : procStat(pid)?.cpu]));
@@ -148,9 +167,8 @@ export class CpuMeter {
       out[name] = pct(after - before);
       ours += after - before;
     }
-    if (this.startPostgres) {
-      let used = 0;
-      for (const [pid, cpu] of postgresCpu()) used += cpu - (this.startPostgres.get(pid) ?? 0);
+    if (this.startPostgres !== undefined) {
+      const used = postgresCpu() - this.startPostgres;
       out.postgres = pct(used);
       ours += used;
     }

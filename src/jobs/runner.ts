@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { Db, Tx } from '../db/driver.js';
 import { JOBS_CHANNEL } from './queue.js';
-import { WorkLoop } from './work-loop.js';
+import { WorkLoop, type Claimed } from './work-loop.js';
 
 export interface ClaimedJob {
   id: number;
@@ -115,9 +115,9 @@ export class JobRunner {
     }
   }
 
-  private async claim(limit: number): Promise<Array<() => Promise<void>>> {
+  private async claim(limit: number): Promise<Claimed> {
     const tasks = [...this.handlers.keys()];
-    if (tasks.length === 0) return [];
+    if (tasks.length === 0) return { units: [], more: false };
     const now = this.clock.now();
     const rows = await this.db.query<JobRow>(
       `UPDATE jobs SET state = 'running', locked_by = $1, locked_until = $2, attempts = attempts + 1, updated_at = $3
@@ -133,7 +133,7 @@ export class JobRunner {
        RETURNING id, task, tenant_id, payload, attempts, max_attempts`,
       [this.workerId, new Date(now.getTime() + this.leaseMs), now, tasks, limit, [...this.running.keys()]],
     );
-    return rows.map((row) => () => this.execute(row));
+    return { units: rows.map((row) => () => this.execute(row)), more: rows.length === limit };
   }
 
   private async execute(row: JobRow): Promise<void> {

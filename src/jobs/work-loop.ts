@@ -6,14 +6,27 @@
 export interface WorkLoopOptions {
   pollIntervalMs: number;
   maxInFlight: number;
+  /**
+   * Once a claim has taken everything due, the next one starts at least this long after it (default 0), so
+   * work arriving in a steady trickle is claimed a batch at a time instead of one claim per wake-up.
+   */
+  batchWindowMs?: number;
   /** Claims up to `limit` units of work and returns a runner for each. */
-  claim: (limit: number) => Promise<Array<() => Promise<void>>>;
+  claim: (limit: number) => Promise<Claimed>;
   onError: (error: unknown) => void;
+}
+
+export interface Claimed {
+  units: Array<() => Promise<void>>;
+  /** More may be due than the claim could take (it was capped by `limit` or by another bound). */
+  more: boolean;
 }
 
 export class WorkLoop {
   private stopped = true;
-  private readonly inFlight = new Set<Promise<void>>();
+  /** Units running. A count (not a set of their promises): a set's churn at thousands of units a second was garbage. */
+  private inFlight = 0;
+  private whenIdle: (() => void) | undefined;
   private wakeRequested = false;
   private wakeUp: (() => void) | undefined;
   private loopDone: Promise<void> | undefined;
@@ -33,7 +46,7 @@ export class WorkLoop {
   }
 
   get running(): number {
-    return this.inFlight.size;
+    return this.inFlight;
   }
 
   /** Stops claiming, then waits up to `graceMs` for running work; returns how many were still running. */
@@ -41,47 +54,55 @@ export class WorkLoop {
     this.stopped = true;
     this.wake();
     await this.loopDone;
-    const all = Promise.allSettled([...this.inFlight]);
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([all, new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
+    const idle = new Promise<void>((resolve) => {
+      this.whenIdle = resolve;
+      if (this.inFlight === 0) resolve();
+    });
+    await Promise.race([idle, new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
     clearTimeout(timer);
-    return this.inFlight.size;
+    this.whenIdle = undefined;
+    return this.inFlight;
   }
 
   private async run(): Promise<void> {
     while (!this.stopped) {
       this.wakeRequested = false;
-      const free = this.options.maxInFlight - this.inFlight.size;
+      const free = this.options.maxInFlight - this.inFlight;
+      const startedAt = Date.now();
       let claimed = 0;
+      let more = true;
       if (free > 0) {
         try {
-          const units = await this.options.claim(free);
-          claimed = units.length;
-          for (const unit of units) this.track(unit);
+          const result = await this.options.claim(free);
+          claimed = result.units.length;
+          more = result.more;
+          for (const unit of result.units) this.track(unit);
         } catch (error) {
           this.options.onError(error);
         }
       }
       if (this.stopped) break;
       // A full batch means more may be waiting: loop at once if a slot is free.
-      if (claimed > 0 && claimed === free && this.inFlight.size < this.options.maxInFlight) continue;
+      if (claimed > 0 && claimed === free && this.inFlight < this.options.maxInFlight) continue;
       if (!this.wakeRequested) await this.sleep(this.options.pollIntervalMs);
+      if (!more) await this.pause(startedAt + (this.options.batchWindowMs ?? 0) - Date.now());
     }
   }
 
   private track(unit: () => Promise<void>): void {
-    const promise = (async () => {
+    this.inFlight += 1;
+    void (async () => {
       try {
         await unit();
       } catch (error) {
         this.options.onError(error);
+      } finally {
+        this.inFlight -= 1;
+        if (this.inFlight === 0) this.whenIdle?.();
+        this.wake();
       }
     })();
-    this.inFlight.add(promise);
-    void promise.finally(() => {
-      this.inFlight.delete(promise);
-      this.wake();
-    });
   }
 
   private sleep(ms: number): Promise<void> {
@@ -96,5 +117,19 @@ export class WorkLoop {
         done();
       };
     });
+  }
+
+  /** Waits `ms` however often the loop is woken meanwhile (the claim that follows covers those wakes), unless it stops. */
+  private async pause(ms: number): Promise<void> {
+    if (ms <= 0 || this.stopped) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.wakeUp = () => {
+        if (!this.stopped) return;
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    this.wakeUp = undefined;
   }
 }

@@ -1,12 +1,13 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import { lazyChild } from '../util/lazy-logger.js';
+import { lazyChild, type LevelLogger } from '../util/lazy-logger.js';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/driver.js';
 import { hasScope } from '../auth/scopes.js';
-import { WorkLoop } from '../jobs/work-loop.js';
+import { WorkLoop, type Claimed } from '../jobs/work-loop.js';
 import { EVENT_SCOPES, WEBHOOKS_CHANNEL, type EventType } from './events.js';
+import { HostSlots } from './host-slots.js';
 import { WebhookHttpClient, type PostResult } from './http-client.js';
 import { OutcomeWriter } from './outcome-writer.js';
 import { signatureHeader } from './sign.js';
@@ -46,6 +47,8 @@ interface ClaimedDelivery {
 
 /** Decrypted signing secrets kept by a dispatcher (one per subscription and rotation). */
 const SECRET_CACHE_SIZE = 1_000;
+/** Once caught up with the queue, the dispatcher claims at most this often (see WorkLoopOptions.batchWindowMs). */
+const CLAIM_BATCH_WINDOW_MS = 10;
 
 /** Delay before the next attempt after `failedInCycle` failures, with ±10% jitter so retries spread out. */
 export function retryDelay(delays: number[], failedInCycle: number): number {
@@ -63,7 +66,9 @@ export class WebhookDispatcher {
   readonly workerId: string;
   private readonly client: WebhookHttpClient;
   private readonly loop: WorkLoop;
-  private readonly perHost = new Map<string, number>();
+  private readonly slots: HostSlots;
+  /** Attempts claimed but never sent because the dispatcher stopped: their leases are handed back. */
+  private readonly unsent: string[] = [];
   private readonly secrets = new Map<string, string>();
   private readonly leaseMs: number;
   private readonly outcomes: OutcomeWriter;
@@ -76,7 +81,10 @@ export class WebhookDispatcher {
     private readonly options: DispatcherOptions,
   ) {
     this.workerId = options.workerId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
-    this.leaseMs = options.attemptTimeoutMs * 2 + 5_000;
+    // Claim to outcome: at most one attempt's wait for a request slot (HostSlots: the attempts waiting ahead are
+    // at most the cap, and every request in flight ends within the timeout), the attempt itself, and the write.
+    this.leaseMs = options.attemptTimeoutMs * 3 + 5_000;
+    this.slots = new HostSlots(options.maxInFlightPerHost, () => this.loop.wake());
     this.outcomes = new OutcomeWriter(db, this.workerId);
     this.client = new WebhookHttpClient({
       allowPrivate: options.allowPrivateDestinations,
@@ -87,6 +95,7 @@ export class WebhookDispatcher {
     this.loop = new WorkLoop({
       pollIntervalMs: options.pollIntervalMs,
       maxInFlight: options.maxInFlight,
+      batchWindowMs: CLAIM_BATCH_WINDOW_MS,
       claim: (limit) => this.claim(limit),
       onError: (error) => this.log.error({ err: error }, 'webhook dispatcher error'),
     });
@@ -101,33 +110,34 @@ export class WebhookDispatcher {
     this.loop.wake();
   }
 
-  /** Stops claiming and lets in-flight attempts finish; unfinished ones are retried after their lease. */
+  /**
+   * Stops claiming and lets in-flight attempts finish; unfinished ones are retried after their lease. Attempts
+   * still waiting for a request slot are not sent: their leases are handed back at once.
+   */
   async stop(graceMs = 10_000): Promise<void> {
     this.unlisten?.();
+    this.slots.close();
     await this.loop.stop(graceMs);
+    if (this.unsent.length > 0) {
+      await this.db
+        .query('UPDATE webhook_deliveries SET locked_by = NULL, locked_until = NULL WHERE id = ANY ($1::text[]) AND locked_by = $2', [
+          this.unsent.splice(0),
+          this.workerId,
+        ])
+        .catch((error: unknown) => this.log.error({ err: error }, 'could not hand back unsent webhook deliveries'));
+    }
     await this.client.close();
   }
 
-  /** Hosts with attempts in flight and how many more each may take before reaching its cap. */
-  private hostRoom(): { hosts: string[]; room: number[] } {
-    const hosts: string[] = [];
-    const room: number[] = [];
-    for (const [host, inFlight] of this.perHost) {
-      hosts.push(host);
-      room.push(Math.max(0, this.options.maxInFlightPerHost - inFlight));
-    }
-    return { hosts, room };
-  }
-
   /**
-   * Claims up to `limit` due deliveries, at most as many per host as that host has room for, so a busy
-   * destination never takes slots it cannot use (nothing is claimed only to be handed back). Candidates
+   * Claims up to `limit` due deliveries, at most as many per host as that host has room for (HostSlots), so a
+   * busy destination never takes slots it cannot use (nothing is claimed only to be handed back). Candidates
    * are read first without locks, ranked per host, then locked with SKIP LOCKED and re-checked, so two
    * workers never claim the same row.
    */
-  private async claim(limit: number): Promise<Array<() => Promise<void>>> {
+  private async claim(limit: number): Promise<Claimed> {
     const now = this.clock.now();
-    const { hosts, room } = this.hostRoom();
+    const { hosts, room } = this.slots.claimRoom();
     const full = hosts.filter((_, i) => room[i] === 0);
     // A generic plan: the claim's best plan is the same for every parameter value, and planning it cost more
     // than running it.
@@ -163,25 +173,22 @@ export class WebhookDispatcher {
        JOIN api_keys k ON k.id = s.owner_api_key_id`,
       [this.workerId, new Date(now.getTime() + this.leaseMs), now, full, limit, Math.min(limit * 4, 2_000), this.options.maxInFlightPerHost, hosts, room],
     );
+    const left = new Map(hosts.map((host, i) => [host, room[i]]));
     const units: Array<() => Promise<void>> = [];
-    const overflow: string[] = [];
     for (const row of rows) {
-      const inFlight = this.perHost.get(row.host) ?? 0;
-      if (inFlight >= this.options.maxInFlightPerHost) {
-        overflow.push(row.id);
-        continue;
-      }
-      this.perHost.set(row.host, inFlight + 1);
-      units.push(() => this.attempt(row).finally(() => this.release(row.host)));
+      left.set(row.host, (left.get(row.host) ?? this.options.maxInFlightPerHost) - 1);
+      this.slots.hold(row.host);
+      let released = false;
+      const release = (requested: boolean) => {
+        if (released) return;
+        released = true;
+        this.slots.release(row.host, requested);
+      };
+      units.push(() => this.attempt(row, release).finally(() => release(false)));
     }
-    if (overflow.length > 0) {
-      // Only if the per-host room changed between the query and now: hand the rest back at once.
-      await this.db.query('UPDATE webhook_deliveries SET locked_by = NULL, locked_until = NULL WHERE id = ANY ($1::text[]) AND locked_by = $2', [
-        overflow,
-        this.workerId,
-      ]);
-    }
-    return units;
+    // A host whose room this claim used up (or that had none) may have more due: claim again as it frees up.
+    const more = rows.length === limit || [...left.values()].some((n) => n <= 0);
+    return { units, more };
   }
 
   /**
@@ -198,12 +205,6 @@ export class WebhookDispatcher {
     return secret;
   }
 
-  private release(host: string): void {
-    const left = (this.perHost.get(host) ?? 1) - 1;
-    if (left <= 0) this.perHost.delete(host);
-    else this.perHost.set(host, left);
-  }
-
   private cancelReason(row: ClaimedDelivery): string | undefined {
     if (row.deleted) return 'subscription deleted';
     if (!row.active) return 'subscription disabled';
@@ -212,36 +213,55 @@ export class WebhookDispatcher {
     return undefined;
   }
 
-  private async attempt(row: ClaimedDelivery): Promise<void> {
+  /**
+   * One attempt: waits for a request slot of its host, sends, gives the slot back as soon as the request is
+   * over (the cap bounds concurrent requests to a destination), then writes the outcome. The loop's slot,
+   * and so the memory the attempt holds, is kept until that outcome is committed.
+   */
+  private async attempt(row: ClaimedDelivery, release: (requested: boolean) => void): Promise<void> {
     const log = lazyChild(this.log, { deliveryId: row.id, eventId: row.event_id, tenantId: row.tenant_id });
     const reason = this.cancelReason(row);
     if (reason) {
-      await this.db.query(
-        `UPDATE webhook_deliveries SET status = 'canceled', completed_at = $3, updated_at = $3, next_attempt_at = NULL, locked_by = NULL, locked_until = NULL
-         WHERE id = $1 AND locked_by = $2 AND status = 'pending'`,
-        [row.id, this.workerId, this.clock.now()],
-      );
+      release(false);
+      await this.cancel(row);
       log.info({ reason }, 'webhook delivery canceled');
       return;
     }
+    if (!(await this.slots.acquire(row.host))) {
+      release(false);
+      this.unsent.push(row.id);
+      return;
+    }
     const startedAt = this.clock.now();
-    let result: PostResult;
+    const result = await this.send(row, startedAt, log);
+    release(true);
+    await this.record(row, startedAt, result);
+    const fields = { httpStatus: result.httpStatus, failureCode: result.failureCode, durationMs: Math.round(result.durationMs) };
+    if (result.ok) log.debug(fields, 'webhook delivered');
+    else log.info({ ...fields, error: result.errorMessage }, 'webhook attempt failed');
+  }
+
+  private async cancel(row: ClaimedDelivery): Promise<void> {
+    await this.db.query(
+      `UPDATE webhook_deliveries SET status = 'canceled', completed_at = $3, updated_at = $3, next_attempt_at = NULL, locked_by = NULL, locked_until = NULL
+       WHERE id = $1 AND locked_by = $2 AND status = 'pending'`,
+      [row.id, this.workerId, this.clock.now()],
+    );
+  }
+
+  private async send(row: ClaimedDelivery, startedAt: Date, log: LevelLogger): Promise<PostResult> {
     try {
       const secret = this.secret(row.secret_sealed);
       const timestamp = Math.floor(startedAt.getTime() / 1000);
-      result = await this.client.post(row.url, row.body, {
+      return await this.client.post(row.url, row.body, {
         'x-service-event-id': row.event_id,
         'x-service-signature': signatureHeader(secret, timestamp, row.body),
       });
     } catch (error) {
       // The client classifies network failures itself; reaching here means a bug or an unreadable secret.
       log.error({ err: error }, 'webhook attempt could not be made');
-      result = { ok: false, failureCode: 'connection', errorMessage: 'internal error preparing the attempt', durationMs: 0 };
+      return { ok: false, failureCode: 'connection', errorMessage: 'internal error preparing the attempt', durationMs: 0 };
     }
-    await this.record(row, startedAt, result);
-    const fields = { httpStatus: result.httpStatus, failureCode: result.failureCode, durationMs: Math.round(result.durationMs) };
-    if (result.ok) log.debug(fields, 'webhook delivered');
-    else log.info({ ...fields, error: result.errorMessage }, 'webhook attempt failed');
   }
 
   /** Outcome and attempt record, batched with other attempts; the lease check keeps a late worker from overwriting. */

@@ -34,22 +34,16 @@ export async function emit(tx: Tx, now: Date, tenantId: string, type: EventType,
   const eventId = newId('evt');
   const body = JSON.stringify({ eventId, type, schemaVersion: SCHEMA_VERSION, tenantId, occurredAt: now.toISOString(), data });
   const scope = EVENT_SCOPES[type];
-  // One statement: the outbox row and its fan-out (the deliveries' foreign key is checked at statement end).
-  const rows = await tx.query<{ count: number }>(
-    `WITH event AS (
-       INSERT INTO webhook_events (id, tenant_id, type, occurred_at, body, created_at) VALUES ($2, $1, $3, $4, $7, $4)
-     ), inserted AS (
-       INSERT INTO webhook_deliveries (id, tenant_id, event_id, event_type, subscription_id, status, next_attempt_at, created_at, updated_at)
-       SELECT 'dlv_' || replace(gen_random_uuid()::text, '-', ''), s.tenant_id, $2, $3, s.id, 'pending', $4, $4, $4
-       FROM webhook_subscriptions s
-       JOIN api_keys k ON k.id = s.owner_api_key_id
-       WHERE s.tenant_id = $1 AND s.active AND s.deleted_at IS NULL AND $3 = ANY (s.events)
-         AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > $4)
-         AND ($5 = ANY (k.scopes) OR $6 = ANY (k.scopes))
-       RETURNING 1)
-     SELECT count(*)::int AS count FROM inserted`,
-    [tenantId, eventId, type, now, scope, scope.replace(/:read$/, ':write'), body],
-  );
+  // The outbox row and its fan-out, in one statement (src/db/migrations/0012_webhook_emit.sql).
+  const rows = await tx.query<{ count: number }>('SELECT webhook_emit($1, $2, $3, $4, $5, $6, $7) AS count', [
+    tenantId,
+    eventId,
+    type,
+    now,
+    body,
+    scope,
+    scope.replace(/:read$/, ':write'),
+  ]);
   const deliveries = rows[0]?.count ?? 0;
   if (deliveries > 0) tx.notify(WEBHOOKS_CHANNEL);
   return { eventId, deliveries };

@@ -27,7 +27,8 @@ const iso = (value: Date | null) => (value ? value.toISOString() : null);
  * Writes attempt outcomes in batches, group-commit style: when no write is running an outcome is written at
  * once (no added latency when traffic is light); outcomes that arrive while a write runs wait and go together
  * in the next one, so under load one statement and one commit serve many attempts. Each caller's promise
- * settles when its own outcome is committed, so a delivery's slot is freed only once its outcome is durable.
+ * settles when its own outcome is committed: until then the dispatcher counts the attempt against its in-flight
+ * bound (its destination's request slot is already free).
  */
 export class OutcomeWriter {
   private queue: Waiting[] = [];
