@@ -21,11 +21,18 @@ export function pooledRandomBytes(length: number): Buffer {
   return bytes;
 }
 
-/** Random identifier with a readable type prefix, e.g. `whk_3k9x…` (about 103 bits of entropy). */
+/** Bytes at or above this are skipped: 252 is the largest multiple of 36 in a byte, so every character is equally likely. */
+const UNBIASED_LIMIT = 252;
+
+/** Random identifier with a readable type prefix, e.g. `whk_3k9x…` (20 characters: 103 bits of entropy). */
 export function newId(prefix: string, length = 20): string {
-  const bytes = pooledRandomBytes(length);
   let out = '';
-  for (const byte of bytes) out += alphabet[byte % 36];
+  while (out.length < length) {
+    // A few spare bytes: about 1.6% are skipped.
+    for (const byte of pooledRandomBytes(length - out.length + 2)) {
+      if (byte < UNBIASED_LIMIT && out.length < length) out += alphabet[byte % 36];
+    }
+  }
   return `${prefix}_${out}`;
 }
 
