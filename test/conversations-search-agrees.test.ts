@@ -22,11 +22,11 @@ describe('contact search agrees with a row-by-row search', () => {
     ({ tenantId, key } = tenant);
     instagram = await addChannel(app, tenantId, 'instagram');
     ana = (await addOperator(app, tenantId, 'Ana')).operatorId;
-    // Oldest: 20 Martas (only old matches: the newest 256 hold none), two names with LIKE wildcards.
+    // Oldest: 20 Martas (only old matches: the newest 256 hold none), "9_9" (a LIKE wildcard) and "909".
     for (let i = 0; i < 20; i += 1) await inbound(app, tenantId, i % 2 ? instagram : tenant.channelId, { name: `Marta Ruiz ${i}`, phone: `+34 612 100 ${100 + i}` });
     await inbound(app, tenantId, tenant.channelId, { name: 'Zed 9_9', handle: 'zed.a' });
     await inbound(app, tenantId, tenant.channelId, { name: 'Zed 909', handle: 'zed.b' });
-    // Newest: 270 guests, 12 of them on a 50%_off promotion; some owned by Ana.
+    // Newest: 270 guests, 14 of them on a 50%_off promotion; some owned by Ana.
     for (let i = 0; i < 270; i += 1) {
       const name = i % 20 === 0 ? `Promo 50%_off ${i}` : `Guest ${i}`;
       const contact = i % 3 === 0 ? { name, handle: `guest.${i}` } : { name, phone: `+52 55 ${String(10_000_000 + i)}` };
