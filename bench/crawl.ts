@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { AddressInfo } from 'node:net';
+import { systemCtx } from '../src/context.js';
 
 type Kind = 'ours' | 'ours-crawler' | 'crawlee' | 'crawlee-tuned';
 
@@ -130,7 +131,7 @@ async function runOurs(root: string, pages: number, concurrency: number): Promis
   const website = await admin(`/tenants/${tenant.tenantId}/knowledge/websites`, { rootUrl: root, crawlDepth: 10, maxPages: Math.min(pages, 500) });
   let job;
   for (;;) {
-    job = (await runtime.services.crawls.getJob(tenant.tenantId, website.latestJob.jobId)).job;
+    job = (await runtime.services.crawls.getJob(systemCtx(tenant.tenantId), { jobId: website.latestJob.jobId })).job;
     if (job.status === 'completed' || job.status === 'failed') break;
     await new Promise((resolve) => setTimeout(resolve, 10));
   }

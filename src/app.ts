@@ -7,26 +7,17 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { DomainError, errorBody, statusOf, type ErrorCode, type Issue } from './errors.js';
 import { authenticateHook } from './http/auth.js';
-import { ErrorBody } from './http/schemas.js';
 import { RateLimiter } from './http/rate-limit.js';
 import { lazyChild } from './util/lazy-logger.js';
 import { validatorCompiler } from './http/validation.js';
 import { adminRoutes } from './admin/routes.js';
-import { webhookRoutes } from './webhooks/routes.js';
-import { webhookSharedSchemas } from './webhooks/schema.js';
-import { conversationRoutes } from './conversations/routes.js';
-import { conversationSharedSchemas } from './conversations/schema.js';
-import { messagingRoutes } from './messaging/routes.js';
-import { crmRoutes } from './crm/routes.js';
-import { reservationRoutes } from './reservations/routes.js';
-import { crmSharedSchemas } from './crm/schema.js';
 import { whatsappCallbackRoutes } from './messaging/provider-routes.js';
-import { knowledgeRoutes } from './knowledge/routes.js';
-import { knowledgeSharedSchemas } from './knowledge/schema.js';
 import { shareRoutes } from './knowledge/share-routes.js';
-import { crawlRoutes } from './knowledge/crawler/routes.js';
-import { crawlSharedSchemas } from './knowledge/crawler/schema.js';
 import { migrationsApplied } from './db/migrate.js';
+import { OPERATIONS } from './operations/catalogue.js';
+import { publicDocument } from './operations/openapi.js';
+import { registerOperations } from './operations/rest.js';
+import { SHARED_SCHEMAS } from './operations/shared-schemas.js';
 import type { Services } from './services.js';
 
 export type App = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -95,7 +86,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<App>
   // JSON only: anything else is 415 rather than a string body that fails validation confusingly.
   app.removeContentTypeParser('text/plain');
   app.setValidatorCompiler(validatorCompiler());
-  for (const schema of [ErrorBody, ...webhookSharedSchemas, ...conversationSharedSchemas, ...crmSharedSchemas, ...knowledgeSharedSchemas, ...crawlSharedSchemas]) app.addSchema(schema);
+  for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
   // Callback-style hooks (not async): they run on every request, and a promise per hook is measurable.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('X-Request-Id', request.id);
@@ -142,7 +133,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<App>
 
   let openapi: unknown;
   app.get(`${API_PREFIX}/openapi.json`, { schema: { hide: true } }, async () => {
-    openapi ??= publicDocument(app.swagger() as OpenApiDoc);
+    openapi ??= publicDocument(app.swagger(), OPERATIONS);
     return openapi;
   });
 
@@ -150,13 +141,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<App>
   await app.register(
     async (api) => {
       api.addHook('onRequest', authenticateHook(services.apiKeys, limiter));
-      await api.register(webhookRoutes(services));
-      await api.register(conversationRoutes(services));
-      await api.register(messagingRoutes(services));
-      await api.register(crmRoutes(services));
-      await api.register(knowledgeRoutes(services));
-      await api.register(crawlRoutes(services));
-      await api.register(reservationRoutes(services));
+      registerOperations(api, services, OPERATIONS);
       // The MCP SDK (~25 MB of RSS) is loaded only where MCP is enabled.
       if (config.mcpEnabled) await api.register((await import('./mcp/routes.js')).mcpRoutes(services));
     },
@@ -180,21 +165,4 @@ export async function buildApp(services: Services, logger: Logger): Promise<App>
   );
 
   return app;
-}
-
-interface OpenApiDoc {
-  paths?: Record<string, Record<string, unknown>>;
-  [key: string]: unknown;
-}
-
-/**
- * The public document: @fastify/swagger already writes paths relative to the server URL (/m2m/v1);
- * admin and health routes are hidden, and this drops anything else outside the public API.
- */
-function publicDocument(doc: OpenApiDoc): OpenApiDoc {
-  const paths: Record<string, Record<string, unknown>> = {};
-  for (const [path, item] of Object.entries(doc.paths ?? {})) {
-    if (!path.startsWith('/admin/') && !path.startsWith('/m2m/')) paths[path] = item;
-  }
-  return { ...doc, paths };
 }

@@ -10,7 +10,6 @@ import { conversationAdminRoutes } from '../conversations/admin-routes.js';
 import { messagingAdminRoutes } from '../messaging/admin-routes.js';
 import { crmAdminRoutes } from '../crm/admin-routes.js';
 import { knowledgeAdminRoutes } from '../knowledge/admin-routes.js';
-import { crawlAdminRoutes } from '../knowledge/crawler/routes.js';
 import { reservationAdminRoutes } from '../reservations/admin-routes.js';
 
 const Id = Type.String({ minLength: 1, maxLength: 128 });
@@ -27,7 +26,6 @@ export function adminRoutes(services: Services) {
     await app.register(messagingAdminRoutes(services));
     await app.register(crmAdminRoutes(services));
     await app.register(knowledgeAdminRoutes(services));
-    await app.register(crawlAdminRoutes(services));
     await app.register(reservationAdminRoutes(services));
 
     app.post('/tenants', {

@@ -4,7 +4,7 @@ import { conflict, invalid, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import { channelRepo, type ChannelRow } from '../channels/repo.js';
 import { emit } from '../webhooks/events.js';
-import { systemActor, type Actor } from './actor.js';
+import { systemActor, type Actor } from '../context.js';
 import { normalizePhone } from './phone.js';
 import { conversationRepo, type ContactRow, type ConversationRow } from './repo.js';
 import { recordActivity, requireActiveOperator, requireConversation } from './service.js';

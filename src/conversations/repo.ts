@@ -1,4 +1,5 @@
 import type { Db, Queryable } from '../db/driver.js';
+import type { REVIEW_REASONS } from './service.js';
 
 export interface ContactRow {
   id: string;
@@ -46,7 +47,7 @@ export interface ReviewRow {
   tenant_id: string;
   conversation_id: string;
   status: 'requested' | 'resolved';
-  reason_code: string;
+  reason_code: (typeof REVIEW_REASONS)[number];
   note: string | null;
   requested_by_id: string;
   requested_by_name: string;

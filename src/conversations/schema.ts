@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { DateTime, Strict, StringEnum } from '../http/schemas.js';
+import { DateTime, Ref, Strict, StringEnum } from '../http/schemas.js';
 import { CHANNEL_FILTERS, REVIEW_REASONS, SEARCH_COUNT_CAP } from './service.js';
 
 const OperatorRef = Type.String({ minLength: 1, maxLength: 120 });
@@ -39,7 +39,7 @@ export const ConversationItem = Type.Object(
 
 export const ConversationList = Type.Object(
   {
-    conversations: Type.Array(Type.Ref('Conversation')),
+    conversations: Type.Array(Ref(ConversationItem)),
     nextCursor: Type.Optional(Type.String()),
     hasMore: Type.Boolean(),
     inboxCounts: Type.Object({ total: Type.Integer(), unread: Type.Integer(), needsReply: Type.Integer() }, { additionalProperties: false }),
@@ -129,3 +129,6 @@ export const ReviewCase = Type.Object(
 );
 
 export const conversationSharedSchemas = [ConversationItem, ReviewCase];
+
+/** A review case as a response body. */
+export const ReviewCaseResponse = Ref(ReviewCase);

@@ -5,7 +5,10 @@ import type { Cursors } from '../http/cursor.js';
 import { newId } from '../ids.js';
 import { operatorRepo } from '../tenants/repo.js';
 import { iso } from '../util/time.js';
-import { ACTIVITY_CHANNEL, type Actor } from './actor.js';
+import type { Static } from 'typebox';
+import type { Actor, Ctx } from '../context.js';
+import { ACTIVITY_CHANNEL } from './actor.js';
+import type { AssignReviewBody, ConversationParams, ListConversationsQuery, OpenReviewBody, ResolveReviewBody } from './schema.js';
 import { conversationRepo, type ConversationRow, type ListFilter } from './repo.js';
 import { conversationView, reviewView } from './views.js';
 
@@ -19,13 +22,8 @@ export const CHANNEL_FILTERS = ['all', 'whatsapp', 'instagram', 'messenger', 'we
  */
 export const SEARCH_COUNT_CAP = 100;
 
-export interface ListQuery {
-  contactQuery?: string;
-  channel?: (typeof CHANNEL_FILTERS)[number];
-  owner?: string;
-  limit?: number;
-  cursor?: string;
-}
+type ListQuery = Static<typeof ListConversationsQuery>;
+type ConversationRef = Static<typeof ConversationParams>;
 
 function escapeLike(value: string): string {
   return value.replace(/[\\%_]/g, (ch) => `\\${ch}`);
@@ -96,7 +94,8 @@ export class ConversationService {
     private readonly cursors: Cursors,
   ) {}
 
-  async list(tenantId: string, query: ListQuery) {
+  async list(ctx: Ctx, query: ListQuery) {
+    const { tenantId } = ctx;
     if (query.owner === 'mine') throw invalid('query.owner', 'mine is not supported for API keys; pass all or an operator id');
     const owner = query.owner && query.owner !== 'all' ? query.owner : undefined;
     if (owner) await requireActiveOperator(this.db, tenantId, owner);
@@ -122,7 +121,8 @@ export class ConversationService {
     };
   }
 
-  async assignableOperators(tenantId: string) {
+  async assignableOperators(ctx: Ctx) {
+    const { tenantId } = ctx;
     const rows = await this.db.query<{ id: string; display_name: string; email: string }>(
       'SELECT id, display_name, email FROM operators WHERE tenant_id = $1 AND active ORDER BY display_name, id',
       [tenantId],
@@ -131,7 +131,8 @@ export class ConversationService {
   }
 
   /** Zeroes the unread count; a second call changes nothing and says so. */
-  async markRead(tenantId: string, conversationId: string, actor: Actor) {
+  async markRead(ctx: Ctx, { conversationId }: ConversationRef) {
+    const { tenantId, actor } = ctx;
     return this.db.transaction(async (tx) => {
       const conversation = await requireConversation(tx, tenantId, conversationId, true);
       const now = this.clock.now();
@@ -154,7 +155,8 @@ export class ConversationService {
   }
 
   /** Acknowledges the needs-reply obligation; never touches a review or a handoff. */
-  async resolveNeedsReply(tenantId: string, conversationId: string, actor: Actor) {
+  async resolveNeedsReply(ctx: Ctx, { conversationId }: ConversationRef) {
+    const { tenantId, actor } = ctx;
     return this.db.transaction(async (tx) => {
       const conversation = await requireConversation(tx, tenantId, conversationId, true);
       const now = this.clock.now();
@@ -189,7 +191,8 @@ export class ConversationService {
     });
   }
 
-  async openReview(tenantId: string, conversationId: string, actor: Actor, input: { reasonCode?: string; note?: string; assignedOperatorId?: string }) {
+  async openReview(ctx: Ctx, { conversationId, ...input }: ConversationRef & Static<typeof OpenReviewBody>) {
+    const { tenantId, actor } = ctx;
     return this.db.transaction(async (tx) => {
       const conversation = await requireConversation(tx, tenantId, conversationId, true);
       if (conversation.open_review_id || conversation.open_handoff_id) {
@@ -218,7 +221,8 @@ export class ConversationService {
     });
   }
 
-  async assignReview(tenantId: string, conversationId: string, actor: Actor, operatorId: string | null) {
+  async assignReview(ctx: Ctx, { conversationId, operatorId }: ConversationRef & Static<typeof AssignReviewBody>) {
+    const { tenantId, actor } = ctx;
     return this.db.transaction(async (tx) => {
       const reviewId = await this.openReviewId(tx, tenantId, conversationId);
       if (operatorId !== null) await requireActiveOperator(tx, tenantId, operatorId);
@@ -228,7 +232,8 @@ export class ConversationService {
     });
   }
 
-  async resolveReview(tenantId: string, conversationId: string, actor: Actor, resolutionNote?: string) {
+  async resolveReview(ctx: Ctx, { conversationId, resolutionNote }: ConversationRef & Static<typeof ResolveReviewBody>) {
+    const { tenantId, actor } = ctx;
     return this.db.transaction(async (tx) => {
       const reviewId = await this.openReviewId(tx, tenantId, conversationId);
       const now = this.clock.now();

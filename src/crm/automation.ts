@@ -77,7 +77,7 @@ async function runTenant(db: Db, sender: FollowUpSender, tenantId: string, now: 
   if (!tenant || inQuietHours(now, tenant.timezone, quiet)) return { drafted, sent };
   for (const row of due) {
     try {
-      await sender.send(tenantId, row.id, { requireConsent: true });
+      await sender.sendAs(tenantId, row.id, { requireConsent: true });
       sent++;
     } catch (error) {
       // Refused by the claim (a manual send won) or by the contact's consent: that is the rule working.

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { DateTime, Strict, StringEnum } from '../http/schemas.js';
+import { DateTime, Ref, Strict, StringEnum } from '../http/schemas.js';
 import { REASON_CODES } from './views.js';
 
 export const FOLLOW_UP_STATUSES = ['pending', 'scheduled', 'sending', 'sent', 'dismissed', 'canceled', 'expired', 'failed'] as const;
@@ -29,7 +29,7 @@ export const FollowUp = Type.Object(
   },
   { $id: 'FollowUp', additionalProperties: false },
 );
-const followUpRef = Type.Ref('FollowUp');
+const followUpRef = Ref(FollowUp);
 
 export const FollowUpEnvelope = Type.Object({ followUp: followUpRef }, { additionalProperties: false });
 
@@ -70,7 +70,6 @@ export const PatchFollowUpBody = Type.Object(
 
 export const CloseBody = Type.Object({ feedbackReason: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })) }, Strict);
 export const SendBody = Type.Object({ messageText: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })) }, Strict);
-export const SendHeaders = Type.Object({ 'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 255 })) });
 
 export const SendAccepted = Type.Object(
   {

@@ -1,3 +1,6 @@
+import type { Static } from 'typebox';
+import type { Ctx } from '../context.js';
+import type { FollowUpParams, SendBody } from './schema.js';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { Db, Tx } from '../db/driver.js';
@@ -33,7 +36,13 @@ export class FollowUpSender {
     private readonly log: Logger,
   ) {}
 
-  async send(
+  /** The public send: once per follow-up, under the caller's Idempotency-Key when given. */
+  async send(ctx: Ctx, { followUpId, ...input }: Static<typeof FollowUpParams> & Static<typeof SendBody> & { idempotencyKey?: string }) {
+    return this.sendAs(ctx.tenantId, followUpId, input);
+  }
+
+  /** Sends for the API (above) or for automation (`requireConsent`: automation never contacts without consent). */
+  async sendAs(
     tenantId: string,
     followUpId: string,
     input: { messageText?: string; idempotencyKey?: string; requireConsent?: boolean },

@@ -1,3 +1,6 @@
+import type { Static } from 'typebox';
+import { transactionOf, type Ctx } from '../context.js';
+import type { CloseBody, CreateFollowUpBody, FollowUpParams, ListFollowUpsQuery, PatchFollowUpBody, PatchSettingsBody } from './schema.js';
 import type { Clock } from '../clock.js';
 import type { Db, Queryable, Tx } from '../db/driver.js';
 import { conflict, invalid, notFound } from '../errors.js';
@@ -27,6 +30,8 @@ export async function requireFollowUp(db: Queryable, tenantId: string, id: strin
 }
 
 /** Leads, opportunities, follow-ups and the automation settings. Sending lives in send.ts. */
+type FollowUpRef = Static<typeof FollowUpParams>;
+
 export class CrmService {
   constructor(
     private readonly db: Db,
@@ -70,8 +75,9 @@ export class CrmService {
     });
   }
 
-  async createFollowUp(tenantId: string, input: { leadId: string; conversationId: string; dueAt?: string; messageDraft?: string; reasonCode?: string; reasonText?: string }) {
-    return this.db.transaction(async (tx) => {
+  async createFollowUp(ctx: Ctx, input: Static<typeof CreateFollowUpBody>) {
+    const { tenantId } = ctx;
+    return transactionOf(this.db, ctx, async (tx) => {
       const lead = await crmRepo.getLead(tx, tenantId, input.leadId);
       if (!lead) throw notFound('lead');
       const conversation = await conversationRepo.get(tx, tenantId, input.conversationId);
@@ -102,11 +108,11 @@ export class CrmService {
     });
   }
 
-  async getFollowUp(tenantId: string, id: string) {
-    return { followUp: followUpView(await requireFollowUp(this.db, tenantId, id)) };
+  async getFollowUp({ tenantId }: Ctx, { followUpId }: FollowUpRef) {
+    return { followUp: followUpView(await requireFollowUp(this.db, tenantId, followUpId)) };
   }
 
-  async listFollowUps(tenantId: string, query: FollowUpFilter & { limit?: number; cursor?: string }) {
+  async listFollowUps({ tenantId }: Ctx, query: Static<typeof ListFollowUpsQuery>) {
     const filter: FollowUpFilter = { status: query.status, mode: query.mode, leadId: query.leadId, conversationId: query.conversationId, dueAfter: query.dueAfter };
     const binding = { tenantId, ...filter };
     const after = query.cursor ? this.cursors.decode<{ at: string; id: string }>('follow-ups', binding, query.cursor) : undefined;
@@ -123,7 +129,7 @@ export class CrmService {
   }
 
   /** Only supplied fields change; an open follow-up only. Never touches the automation settings. */
-  async updateFollowUp(tenantId: string, id: string, patch: { messageDraft?: string; dueAt?: string | null }) {
+  async updateFollowUp({ tenantId }: Ctx, { followUpId: id, ...patch }: FollowUpRef & Static<typeof PatchFollowUpBody>) {
     return this.db.transaction(async (tx) => {
       const row = await requireFollowUp(tx, tenantId, id, true);
       const status = effectiveStatus(row, this.clock.now());
@@ -142,7 +148,15 @@ export class CrmService {
   }
 
   /** Dismiss (the suggestion was not wanted) or cancel (stop it): both final, open follow-ups only. */
-  async close(tenantId: string, id: string, outcome: 'dismissed' | 'canceled', feedbackReason?: string) {
+  async dismiss(ctx: Ctx, input: FollowUpRef & Static<typeof CloseBody>) {
+    return this.close(ctx.tenantId, input.followUpId, 'dismissed', input.feedbackReason);
+  }
+
+  async cancel(ctx: Ctx, input: FollowUpRef & Static<typeof CloseBody>) {
+    return this.close(ctx.tenantId, input.followUpId, 'canceled', input.feedbackReason);
+  }
+
+  private async close(tenantId: string, id: string, outcome: 'dismissed' | 'canceled', feedbackReason?: string) {
     return this.db.transaction(async (tx) => {
       const row = await requireFollowUp(tx, tenantId, id, true);
       const status = effectiveStatus(row, this.clock.now());
@@ -152,17 +166,14 @@ export class CrmService {
     });
   }
 
-  async settings(tenantId: string) {
+  async settings({ tenantId }: Ctx) {
     const tenant = await tenantRepo.get(this.db, tenantId);
     if (!tenant) throw notFound('tenant');
     return settingsView(await crmRepo.settings(this.db, tenantId), tenant);
   }
 
   /** Only supplied fields change. Changing automation is an explicit act; nothing else calls this. */
-  async updateSettings(
-    tenantId: string,
-    patch: { followUpMode?: SettingsRow['follow_up_mode']; followUpLevel?: SettingsRow['follow_up_level']; followUpInstructions?: string; quietHours?: { start: string; end: string } | null },
-  ) {
+  async updateSettings({ tenantId }: Ctx, patch: Static<typeof PatchSettingsBody>) {
     if (patch.quietHours) {
       const { start, end } = patch.quietHours;
       if (!HH_MM.test(start)) throw invalid('body.quietHours.start', 'must be HH:mm (00:00–23:59)');

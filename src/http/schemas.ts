@@ -1,4 +1,4 @@
-import { Type, type TSchema } from 'typebox';
+import { Type, type Static, type TSchema } from 'typebox';
 
 /** The error envelope every non-2xx response uses. */
 export const ErrorBody = Type.Object(
@@ -33,4 +33,14 @@ export function nullable<T extends TSchema>(schema: T) {
 /** A string enum as JSON Schema `enum` (clear "must be one of …" errors), typed as the union of its values. */
 export function StringEnum<const T extends readonly string[]>(values: T, options: Record<string, unknown> = {}) {
   return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
+}
+
+/**
+ * A reference to a shared schema (one with an `$id`, added once at the root), typed as the schema it names:
+ * responses serialize through `$ref` while handlers are checked against the referenced shape.
+ */
+export function Ref<T extends TSchema>(schema: T) {
+  const id = (schema as { $id?: unknown }).$id;
+  if (typeof id !== 'string') throw new Error('Ref() needs a schema with an $id');
+  return Type.Unsafe<Static<T>>(Type.Ref(id));
 }

@@ -7,7 +7,8 @@ const addFormats = (formats as unknown as { default: formats.FormatsPlugin }).de
 
 const shared: Options = { removeAdditional: false, allErrors: true, useDefaults: true, strict: false };
 
-function build(options: Options): Ajv {
+/** An Ajv instance with the project's options and string formats (request validation, MCP tool input). */
+export function buildAjv(options: Options): Ajv {
   const ajv = new Ajv({ ...shared, ...options });
   addFormats(ajv);
   return ajv;
@@ -19,7 +20,7 @@ function build(options: Options): Ajv {
  * Unknown properties are reported, never silently removed.
  */
 export function validatorCompiler(): FastifySchemaCompiler<FastifySchema> {
-  const body = build({ coerceTypes: false });
-  const text = build({ coerceTypes: 'array' });
+  const body = buildAjv({ coerceTypes: false });
+  const text = buildAjv({ coerceTypes: 'array' });
   return ({ schema, httpPart }) => (httpPart === 'body' ? body : text).compile(schema as object);
 }

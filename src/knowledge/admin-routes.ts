@@ -3,7 +3,9 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { Strict } from '../http/schemas.js';
 import type { Services } from '../services.js';
-import { UPLOAD_BODY_LIMIT, adminActor } from './common.js';
+import { adminCtx } from '../context.js';
+import { UPLOAD_BODY_LIMIT } from './common.js';
+import { CreateWebsiteBody } from './crawler/schema.js';
 import { CreateAssetBody, CreateFolderBody, CreateSourceBody } from './schema.js';
 
 const TenantParams = Type.Object({ tenantId: Type.String({ minLength: 1, maxLength: 128 }) }, Strict);
@@ -20,14 +22,14 @@ export function knowledgeAdminRoutes(services: Services) {
       schema: { ...hide, params: TenantParams, body: CreateSourceBody },
     }, async (request, reply) => {
       await tenants.require(request.params.tenantId);
-      return reply.status(201).send(await knowledge.createSource(request.params.tenantId, adminActor, request.body));
+      return reply.status(201).send(await knowledge.createSource(adminCtx(request.params.tenantId, request.id), request.body));
     });
 
     app.post('/tenants/:tenantId/knowledge/asset-folders', {
       schema: { ...hide, params: TenantParams, body: CreateFolderBody },
     }, async (request, reply) => {
       await tenants.require(request.params.tenantId);
-      return reply.status(201).send(await knowledgeAssets.createFolder(request.params.tenantId, request.body));
+      return reply.status(201).send(await knowledgeAssets.createFolder(adminCtx(request.params.tenantId, request.id), request.body));
     });
 
     app.post('/tenants/:tenantId/knowledge/assets', {
@@ -35,7 +37,15 @@ export function knowledgeAdminRoutes(services: Services) {
       schema: { ...hide, params: TenantParams, body: CreateAssetBody },
     }, async (request, reply) => {
       await tenants.require(request.params.tenantId);
-      return reply.status(201).send(await knowledgeAssets.createAsset(request.params.tenantId, adminActor, request.body));
+      return reply.status(201).send(await knowledgeAssets.createAsset(adminCtx(request.params.tenantId, request.id), request.body));
+    });
+
+    // A managed website, created with its first crawl queued (201 with the knowledge website item).
+    app.post('/tenants/:tenantId/knowledge/websites', {
+      schema: { ...hide, params: TenantParams, body: CreateWebsiteBody },
+    }, async (request, reply) => {
+      await tenants.require(request.params.tenantId);
+      return reply.status(201).send(await services.crawls.createWebsiteItem(adminCtx(request.params.tenantId, request.id), request.body));
     });
   };
 }

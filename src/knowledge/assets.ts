@@ -1,3 +1,6 @@
+import type { Static } from 'typebox';
+import { transactionOf, type Ctx } from '../context.js';
+import type { CreateAssetBody, CreateFolderBody, FolderParams, MoveAssetBody, PatchFolderBody, SourceParams } from './schema.js';
 import { timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import type { Db, Queryable } from '../db/driver.js';
@@ -7,20 +10,12 @@ import { enqueue } from '../jobs/queue.js';
 import { hmacBase64url } from '../secrets.js';
 import { mediaTypeOf } from './assess.js';
 import type { BlobStore } from './blob-store.js';
-import { TASK_VALIDATE_ASSET, blobKey, decodeUpload, requireProperty } from './common.js';
-import { folderRepo, type FolderPatch, type FolderRow } from './folder-repo.js';
-import { sourceRepo, type CreatedBy, type SourceRow } from './repo.js';
+import { TASK_VALIDATE_ASSET, blobKey, createdByOf, decodeUpload, requireProperty } from './common.js';
+import { folderRepo, type FolderRow } from './folder-repo.js';
+import { sourceRepo, type SourceRow } from './repo.js';
 import { assetView, folderView } from './views.js';
 
-export interface CreateAssetInput {
-  title: string;
-  filename: string;
-  contentType: string;
-  contentBase64: string;
-  description?: string;
-  propertyId?: string;
-  folderId?: string;
-}
+type CreateAssetInput = Static<typeof CreateAssetBody>;
 
 /** Assets, asset folders and their public share links. */
 export class AssetService {
@@ -50,7 +45,9 @@ export class AssetService {
   }
 
   /** Stores the bytes, then records the asset (pending) and queues its validation in one transaction. */
-  async createAsset(tenantId: string, actor: CreatedBy, input: CreateAssetInput) {
+  async createAsset(ctx: Ctx, input: CreateAssetInput) {
+    const { tenantId } = ctx;
+    const actor = createdByOf(ctx.actor);
     const bytes = decodeUpload('body.contentBase64', input.contentBase64);
     const id = newId('ks');
     const key = blobKey(tenantId, id);
@@ -95,9 +92,10 @@ export class AssetService {
     return folder;
   }
 
-  async createFolder(tenantId: string, input: { title: string; description?: string; propertyId?: string }) {
+  async createFolder(ctx: Ctx, input: Static<typeof CreateFolderBody>) {
+    const { tenantId } = ctx;
     const id = newId('fld');
-    return this.db.transaction(async (tx) => {
+    return transactionOf(this.db, ctx, async (tx) => {
       if (input.propertyId) await requireProperty(tx, tenantId, input.propertyId);
       await folderRepo.insert(tx, { id, tenantId, title: input.title, description: input.description || null, propertyId: input.propertyId ?? null, now: this.clock.now() });
       return this.folderView(tx, (await folderRepo.get(tx, tenantId, id))!);
@@ -109,7 +107,7 @@ export class AssetService {
    * a scope change is applied to every asset in the folder; active false revokes every share link
    * (the token version goes up, so links signed with the old one stop working for good).
    */
-  async updateFolder(tenantId: string, folderId: string, patch: FolderPatch) {
+  async updateFolder({ tenantId }: Ctx, { folderId, ...patch }: Static<typeof FolderParams> & Static<typeof PatchFolderBody>) {
     return this.db.transaction(async (tx) => {
       await this.requireFolder(tx, tenantId, folderId, true);
       if (patch.propertyId) await requireProperty(tx, tenantId, patch.propertyId);
@@ -125,7 +123,7 @@ export class AssetService {
    * (folderId null; the asset keeps the scope it has). Moving into an inactive folder is 409: it could
    * not be shared there. The folder is locked before the asset, as folder edits do, so the two never deadlock.
    */
-  async moveAsset(tenantId: string, sourceId: string, folderId: string | null) {
+  async moveAsset({ tenantId }: Ctx, { sourceId, folderId }: Static<typeof SourceParams> & Static<typeof MoveAssetBody>) {
     return this.db.transaction(async (tx) => {
       const folder = folderId === null ? undefined : await this.requireFolder(tx, tenantId, folderId, true);
       const asset = await sourceRepo.get(tx, tenantId, sourceId, true);

@@ -1,3 +1,4 @@
+import type { Actor } from '../context.js';
 import type { Queryable } from '../db/driver.js';
 import { DomainError, invalid, notFound } from '../errors.js';
 import { propertyRepo } from '../tenants/repo.js';
@@ -11,7 +12,10 @@ export const UPLOAD_BODY_LIMIT = 15 * 1024 * 1024;
 export const TASK_INGEST = 'knowledge.ingest';
 export const TASK_VALIDATE_ASSET = 'knowledge.validate-asset';
 
-export const adminActor: CreatedBy = { id: 'admin', displayName: 'Admin API' };
+/** How an item records its creator: the acting key or operator by id and name; the admin API and the system by role. */
+export function createdByOf(actor: Actor): CreatedBy {
+  return { id: actor.id ?? actor.type, displayName: actor.name.slice(0, 160) };
+}
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 

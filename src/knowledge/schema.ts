@@ -1,5 +1,6 @@
-import { Type } from 'typebox';
-import { DateTime, Strict, StringEnum } from '../http/schemas.js';
+import { Type, type Static } from 'typebox';
+import { DateTime, Ref, Strict, StringEnum } from '../http/schemas.js';
+import { KnowledgeCrawlJob } from './crawler/schema.js';
 
 /** Response shapes of the Knowledge part. Every object is closed: serialisation drops anything not listed. */
 const closed = { additionalProperties: false } as const;
@@ -52,7 +53,7 @@ export const KnowledgeSource = Type.Object(
     originalFile: Type.Optional(
       Type.Object({ filename: Type.String(), contentType: Type.String(), size: Type.Integer(), uploadedAt: Type.String() }, closed),
     ),
-    asset: Type.Optional(Type.Ref('KnowledgeAsset')),
+    asset: Type.Optional(Ref(KnowledgeAsset)),
     createdAt: Type.Optional(Stamp),
     createdBy: Type.Optional(CreatedBy),
     websiteId: Type.Optional(Id),
@@ -103,7 +104,7 @@ export const KnowledgeWebsite = Type.Object(
       Type.Object({ kind: StringEnum(['path', 'page', 'required']), key: Type.String({ maxLength: 2048 }), enabled: Type.Boolean() }, closed),
     ),
     currentGenerationId: Type.Optional(Id),
-    latestJob: Type.Optional(Type.Ref('KnowledgeCrawlJob')),
+    latestJob: Type.Optional(Ref(KnowledgeCrawlJob)),
     totalPages: Count,
     enabledPages: Count,
     pages: Type.Optional(Type.Array(WebsitePage, { maxItems: 500 })),
@@ -119,7 +120,7 @@ export const KnowledgeItems = Type.Object(
     // if/then/else on sourceType rather than anyOf: the serializer then checks one small condition per item
     // instead of validating each item against every branch (measured: the anyOf cost more than the query).
     items: Type.Array(
-      Type.Unsafe<unknown>({
+      Type.Unsafe<Static<typeof KnowledgeWebsite> | Static<typeof KnowledgeSource>>({
         description: 'A knowledge source (sourceType text, file or url) or a knowledge website (sourceType website)',
         if: { type: 'object', properties: { sourceType: { const: 'website' } }, required: ['sourceType'] },
         then: { $ref: 'KnowledgeWebsite' },
@@ -150,9 +151,9 @@ export const AssetFolder = Type.Object(
   { $id: 'AssetFolder', ...closed },
 );
 
-export const FolderEnvelope = Type.Object({ folder: Type.Ref('AssetFolder') }, closed);
-export const AssetEnvelope = Type.Object({ asset: Type.Ref('KnowledgeAsset') }, closed);
-export const SourceEnvelope = Type.Object({ source: Type.Ref('KnowledgeSource') }, closed);
+export const FolderEnvelope = Type.Object({ folder: Ref(AssetFolder) }, closed);
+export const AssetEnvelope = Type.Object({ asset: Ref(KnowledgeAsset) }, closed);
+export const SourceEnvelope = Type.Object({ source: Ref(KnowledgeSource) }, closed);
 
 /** Schemas with an $id, added once at the root (src/app.ts). */
 export const knowledgeSharedSchemas = [KnowledgeAsset, KnowledgeSource, KnowledgeWebsite, AssetFolder];

@@ -1,3 +1,6 @@
+import type { Static } from 'typebox';
+import { transactionOf, type Ctx } from '../context.js';
+import type { CreateSourceBody, ItemsQuery as ItemsQuerySchema } from './schema.js';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/driver.js';
 import { DomainError, invalid } from '../errors.js';
@@ -6,33 +9,17 @@ import { newId } from '../ids.js';
 import { enqueue } from '../jobs/queue.js';
 import type { BlobStore } from './blob-store.js';
 import { previewOf } from './chunker.js';
-import { TASK_INGEST, blobKey, containsPattern, decodeUpload, requireProperty, resolveScope } from './common.js';
+import { TASK_INGEST, blobKey, containsPattern, createdByOf, decodeUpload, requireProperty, resolveScope } from './common.js';
 import { FetchFailure, checkFetchUrl } from './fetch.js';
-import { sourceRepo, type CreatedBy, type InventoryFilter, type SourceKind, type SourceRow } from './repo.js';
+import { sourceRepo, type InventoryFilter, type SourceKind, type SourceRow } from './repo.js';
 import { sourceView, websiteView } from './views.js';
 import { websiteRepo, type PageRow } from './website-repo.js';
 import { crawlRepo } from './crawler/crawl-repo.js';
 import { crawlJobView } from './crawler/view.js';
 
-export interface CreateSourceInput {
-  sourceType: 'text' | 'file' | 'url';
-  title: string;
-  text?: string;
-  url?: string;
-  file?: { filename: string; contentType: string; contentBase64: string };
-  active?: boolean;
-  scope?: 'global' | 'property';
-  propertyId?: string;
-}
+type CreateSourceInput = Static<typeof CreateSourceBody>;
 
-export interface ItemsQuery {
-  limit?: number;
-  cursor?: string;
-  status?: 'all' | 'active' | 'inactive';
-  sourceType?: 'text' | 'file' | 'url' | 'website';
-  query?: string;
-  propertyFilter?: string;
-}
+type ItemsQuery = Static<typeof ItemsQuerySchema>;
 
 const KINDS: Record<NonNullable<ItemsQuery['sourceType']>, SourceKind[]> = {
   text: ['text'],
@@ -55,7 +42,9 @@ export class KnowledgeService {
   ) {}
 
   /** Creates a text, url or file source (inactive when `active` is false) and queues its ingestion in the same transaction. */
-  async createSource(tenantId: string, actor: CreatedBy, input: CreateSourceInput) {
+  async createSource(ctx: Ctx, input: CreateSourceInput) {
+    const { tenantId } = ctx;
+    const db = ctx.tx ?? this.db;
     const field = CONTENT_FIELD[input.sourceType];
     if (input[field] === undefined) throw invalid(`body.${field}`, `is required when sourceType is ${input.sourceType}`);
     for (const other of Object.values(CONTENT_FIELD)) {
@@ -73,10 +62,10 @@ export class KnowledgeService {
     const bytes = input.file ? decodeUpload('body.file.contentBase64', input.file.contentBase64) : undefined;
     const id = newId('ks');
     const key = blobKey(tenantId, id);
-    if (propertyId) await requireProperty(this.db, tenantId, propertyId);
+    if (propertyId) await requireProperty(db, tenantId, propertyId);
     if (bytes) await this.blobs.put(key, bytes);
     try {
-      await this.db.transaction(async (tx) => {
+      await transactionOf(this.db, ctx, async (tx) => {
         const now = this.clock.now();
         if (propertyId) await requireProperty(tx, tenantId, propertyId);
         await sourceRepo.insert(tx, {
@@ -91,7 +80,7 @@ export class KnowledgeService {
           preview: input.text !== undefined ? previewOf(input.text) : null,
           ingestStatus: 'pending',
           file: input.file && bytes ? { blobKey: key, filename: input.file.filename, contentType: input.file.contentType, size: bytes.length } : undefined,
-          createdBy: actor,
+          createdBy: createdByOf(ctx.actor),
           now,
         });
         await enqueue(tx, now, { task: TASK_INGEST, tenantId, payload: { sourceId: id }, dedupeKey: id, maxAttempts: 5 });
@@ -101,7 +90,7 @@ export class KnowledgeService {
       if (bytes) await this.blobs.delete(key).catch(() => undefined);
       throw error;
     }
-    return sourceView((await sourceRepo.get(this.db, tenantId, id))!);
+    return sourceView((await sourceRepo.get(db, tenantId, id))!);
   }
 
   /**
@@ -109,7 +98,7 @@ export class KnowledgeService {
    * The cursor is bound to the tenant and every filter; the keyset (createdAt, id) keeps pages stable
    * while items are added (new items sort before the cursor, so nothing repeats or is skipped).
    */
-  async listItems(tenantId: string, query: ItemsQuery) {
+  async listItems({ tenantId }: Ctx, query: ItemsQuery) {
     const status = query.status ?? 'all';
     const propertyFilter = query.propertyFilter;
     if (propertyFilter !== undefined && propertyFilter !== 'global') await requireProperty(this.db, tenantId, propertyFilter);

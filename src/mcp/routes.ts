@@ -1,68 +1,117 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { Ajv, type ValidateFunction } from 'ajv';
-import * as formats from 'ajv-formats';
-import type { Principal } from '../auth/keys.js';
-import { insufficientScope } from '../auth/keys.js';
+import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { Type } from 'typebox';
+import { insufficientScope, type Principal } from '../auth/keys.js';
 import { missingScopes } from '../auth/scopes.js';
-import { DomainError, errorBody } from '../errors.js';
+import { keyCtx } from '../context.js';
+import { DomainError, errorBody, invalid, type ErrorCode, type Issue } from '../errors.js';
 import { principalOf } from '../http/auth.js';
+import { Strict, StringEnum } from '../http/schemas.js';
+import { executeOperation } from '../operations/execute.js';
+import { AREAS } from '../operations/define.js';
 import type { Services } from '../services.js';
-import { TOOLS, type ToolDefinition } from './tools.js';
+import { checkArguments } from './arguments.js';
+import { buildTools, parseToolFilter, toolVisible, type Tool, type ToolFilter } from './tools.js';
 
-const addFormats = (formats as unknown as { default: formats.FormatsPlugin }).default;
+const McpQuery = Type.Object(
+  {
+    toolsets: Type.Optional(Type.String({ maxLength: 200, description: `Comma list of toolsets: ${AREAS.join(', ')}` })),
+    readonly: Type.Optional(StringEnum(['true', 'false'])),
+  },
+  Strict,
+);
 
-function compileTools(): Map<string, { tool: ToolDefinition; validate: ValidateFunction }> {
-  const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false, coerceTypes: false });
-  addFormats(ajv);
-  return new Map(TOOLS.map((tool) => [tool.name, { tool, validate: ajv.compile(tool.input) }]));
+function errorResult(code: ErrorCode, message: string, details: Record<string, unknown> = {}): CallToolResult {
+  return { isError: true, content: [{ type: 'text', text: JSON.stringify(errorBody(code, message, details)) }] };
 }
 
-function errorResult(code: string, message: string, details: Record<string, unknown> = {}) {
-  return { isError: true, content: [{ type: 'text' as const, text: JSON.stringify(errorBody(code as never, message, details)) }] };
+/** Splits a tool's arguments into the operation's parts and validates each with its own schema (defaults applied). */
+function validateInput(tool: Tool, args: Record<string, unknown>): { input: Record<string, unknown>; idempotencyKey?: string } {
+  const issues: Issue[] = [];
+  const input: Record<string, unknown> = {};
+  const known = new Set(['idempotencyKey', ...tool.parts.flatMap((part) => [...part.fields])]);
+  for (const name of Object.keys(args)) if (!known.has(name)) issues.push({ path: `arguments.${name}`, message: 'unknown property' });
+  for (const part of tool.parts) {
+    const value: Record<string, unknown> = {};
+    for (const field of part.fields) if (args[field] !== undefined) value[field] = args[field];
+    if (!part.validate(value)) {
+      for (const error of part.validate.errors ?? []) {
+        const missing = typeof error.params.missingProperty === 'string' ? `.${error.params.missingProperty}` : '';
+        issues.push({ path: `arguments${error.instancePath.replace(/\//g, '.')}${missing}`, message: missing ? 'is required' : (error.message ?? 'is invalid') });
+      }
+    }
+    Object.assign(input, value);
+  }
+  const key = args.idempotencyKey;
+  if (key !== undefined && (!tool.operation.idempotency || typeof key !== 'string' || key.length < 1 || key.length > 255)) {
+    issues.push({ path: 'arguments.idempotencyKey', message: tool.operation.idempotency ? 'must be a string of 1 to 255 characters' : 'unknown property' });
+  }
+  if (tool.operation.idempotency?.key === 'required' && key === undefined) issues.push({ path: 'arguments.idempotencyKey', message: 'is required' });
+  if (issues.length > 0) throw new DomainError('M2M_INVALID_REQUEST', issues.map((issue) => `${issue.path}: ${issue.message}`).join('; '), { issues });
+  return { input, ...(typeof key === 'string' ? { idempotencyKey: key } : {}) };
 }
 
 /** One MCP server per request (stateless Streamable HTTP): tools run as the request's API key. */
-function mcpServer(services: Services, principal: Principal, tools: ReturnType<typeof compileTools>): Server {
+function mcpServer(services: Services, principal: Principal, requestId: string, tools: Map<string, Tool>, filter: ToolFilter): Server {
   const server = new Server({ name: 'm2m-messaging-api', version: '1.0.0' }, { capabilities: { tools: {} } });
+  const allowed = (tool: Tool) => missingScopes(principal.scopes, tool.operation.scopes).length === 0;
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: TOOLS.map((tool) => ({ name: tool.name, description: `${tool.description} Requires: ${tool.scopes.join(', ')}.`, inputSchema: tool.input as never })),
+    tools: [...tools.values()].filter((tool) => toolVisible(tool, filter, allowed(tool))).map((tool) => tool.definition),
   }));
-  server.setRequestHandler(CallToolRequestSchema, async (request) => {
-    const entry = tools.get(request.params.name);
-    if (!entry) return errorResult('M2M_NOT_FOUND', `unknown tool ${request.params.name}`);
-    const missing = missingScopes(principal.scopes, entry.tool.scopes);
+  server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
+    const tool = tools.get(request.params.name);
+    if (!tool || !toolVisible(tool, filter, true)) return errorResult('M2M_NOT_FOUND', `unknown tool ${request.params.name}`, { requestId });
+    const missing = missingScopes(principal.scopes, tool.operation.scopes);
     if (missing.length > 0) {
-      const error = insufficientScope(entry.tool.scopes, missing);
+      const error = insufficientScope([...tool.operation.scopes], missing);
       return errorResult(error.code, error.message, error.details);
     }
-    const input = structuredClone(request.params.arguments ?? {}) as Record<string, unknown>;
-    if (!entry.validate(input)) {
-      const issues = (entry.validate.errors ?? []).map((e) => ({ path: `arguments${e.instancePath.replace(/\//g, '.')}`, message: e.message ?? 'is invalid' }));
-      return errorResult('M2M_INVALID_REQUEST', issues.map((i) => `${i.path}: ${i.message}`).join('; '), { issues });
-    }
     try {
-      const result = await entry.tool.run(services, principal, input);
-      return { content: [{ type: 'text' as const, text: JSON.stringify(result) }], structuredContent: result as Record<string, unknown> };
+      const { input, idempotencyKey } = validateInput(tool, request.params.arguments ?? {});
+      const result = await executeOperation(services, tool.operation, keyCtx(principal, requestId), input, idempotencyKey);
+      const text = tool.serialize(result.body);
+      const structured: unknown = JSON.parse(text);
+      return {
+        content: [{ type: 'text', text }],
+        ...(structured !== null && typeof structured === 'object' && !Array.isArray(structured) ? { structuredContent: Object.fromEntries(Object.entries(structured)) } : {}),
+      };
     } catch (error) {
       if (error instanceof DomainError) return errorResult(error.code, error.message, error.details);
-      services.log.error({ err: error, tool: entry.tool.name }, 'MCP tool failed');
-      return errorResult('M2M_INTERNAL_ERROR', 'internal error');
+      services.log.error({ err: error, tool: tool.name, requestId }, 'MCP tool failed');
+      return errorResult('M2M_INTERNAL_ERROR', 'internal error', { requestId });
     }
   });
   return server;
 }
 
+function headerValue(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** A JSON-RPC error answered before the MCP SDK sees the message (it would recurse over the arguments). */
+function rpcError(reply: FastifyReply, id: unknown, message: string, data: Record<string, unknown>) {
+  return reply.status(200).send({ jsonrpc: '2.0', id: typeof id === 'string' || typeof id === 'number' ? id : null, error: { code: -32602, message, data } });
+}
+
 /** MCP (Streamable HTTP, stateless) at POST /m2m/v1/mcp, behind the same bearer keys and scopes. */
 export function mcpRoutes(services: Services) {
-  const tools = compileTools();
-  return async (app: FastifyInstance): Promise<void> => {
-    app.post('/mcp', { schema: { hide: true } }, async (request, reply) => {
+  const tools = buildTools();
+  return async (instance: FastifyInstance): Promise<void> => {
+    const app = instance.withTypeProvider<TypeBoxTypeProvider>();
+    app.post('/mcp', { schema: { hide: true, querystring: McpQuery } }, async (request, reply) => {
       const principal = principalOf(request);
-      const server = mcpServer(services, principal, tools);
+      const params = request.query;
+      const { filter, unknown } = parseToolFilter(params.toolsets ?? headerValue(request, 'x-mcp-toolsets'), params.readonly ?? headerValue(request, 'x-mcp-readonly'));
+      if (unknown.length > 0) throw invalid('query.toolsets', `unknown toolsets: ${unknown.join(', ')} (known: ${AREAS.join(', ')})`);
+      const refused = checkArguments(request.body);
+      if (refused) return rpcError(reply, refused.id, refused.message, { requestId: request.id });
+      const server = mcpServer(services, principal, request.id, tools, filter);
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      reply.raw.setHeader('X-Request-Id', request.id);
       reply.hijack();
       reply.raw.on('close', () => {
         void transport.close();

@@ -1,187 +1,118 @@
-import { Type, type TSchema } from 'typebox';
-import type { Principal } from '../auth/keys.js';
-import { keyActor } from '../conversations/actor.js';
-import { AssignReviewBody, ConversationParams, ListConversationsQuery, OpenReviewBody, ResolveReviewBody } from '../conversations/schema.js';
-import { CloseBody, CreateFollowUpBody, FollowUpParams, ListFollowUpsQuery, PatchFollowUpBody, PatchSettingsBody, SendBody } from '../crm/schema.js';
-import { Strict } from '../http/schemas.js';
-import { RequestParams, StartBody, TemplateStatusQuery } from '../messaging/schema.js';
-import type { Services } from '../services.js';
-import { DeliveryListQuery, SubscriptionParams } from '../webhooks/schema.js';
+import type { Ajv, ValidateFunction } from 'ajv';
+import fastJson from 'fast-json-stringify';
+import type { TObject } from 'typebox';
+import { buildAjv } from '../http/validation.js';
+import { OPERATIONS, toolName } from '../operations/catalogue.js';
+import { AREAS, type Area, type Operation } from '../operations/define.js';
+import { dereference } from '../operations/shared-schemas.js';
 
-/** One MCP tool: the same schema and service call as its REST route, and the same scopes. */
-export interface ToolDefinition {
+const IDEMPOTENCY_KEY = { type: 'string', minLength: 1, maxLength: 255, description: 'Idempotency-Key: reuse the same value when retrying this call; a different input under the same key is refused' };
+
+/** One MCP tool per public operation: the same schemas, scopes and service call as its REST route. */
+export interface Tool {
   name: string;
-  description: string;
-  scopes: string[];
-  input: TSchema;
-  run(services: Services, principal: Principal, input: Record<string, unknown>): Promise<unknown>;
+  operation: Operation;
+  definition: {
+    name: string;
+    title: string;
+    description: string;
+    inputSchema: { type: 'object'; properties: Record<string, unknown>; required?: string[]; additionalProperties: false };
+    outputSchema?: { type: 'object'; [key: string]: unknown };
+    annotations: { title: string; readOnlyHint: boolean; destructiveHint: boolean; idempotentHint: boolean; openWorldHint: boolean };
+  };
+  /** Validators of the input's parts (path parameters, query, body), each with its own rules. */
+  parts: Array<{ name: 'params' | 'query' | 'body'; fields: Set<string>; validate: ValidateFunction }>;
+  /** The REST response body, byte for byte: extra fields dropped exactly as the route's serializer drops them. */
+  serialize: (body: unknown) => string;
 }
 
-/** Merges path parameters and a body into one flat tool input schema. */
-function merge(...schemas: TSchema[]): TSchema {
+function objectSchema(value: unknown): value is fastJson.ObjectSchema & { type: 'object'; [key: string]: unknown } {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && (value as { type?: unknown }).type === 'object';
+}
+
+function inputSchema(operation: Operation): Tool['definition']['inputSchema'] {
   const properties: Record<string, unknown> = {};
   const required: string[] = [];
-  for (const schema of schemas) {
-    const s = schema as { properties?: Record<string, unknown>; required?: string[] };
-    Object.assign(properties, s.properties ?? {});
-    required.push(...(s.required ?? []));
+  for (const part of [operation.params, operation.query, operation.body]) {
+    if (!part) continue;
+    const json = dereference(part);
+    if (!objectSchema(json)) continue;
+    Object.assign(properties, json.properties ?? {});
+    if (Array.isArray(json.required)) required.push(...json.required.filter((name): name is string => typeof name === 'string'));
   }
-  return Type.Unsafe({ type: 'object', properties, required, additionalProperties: false });
+  if (operation.idempotency) {
+    properties.idempotencyKey = IDEMPOTENCY_KEY;
+    if (operation.idempotency.key === 'required') required.push('idempotencyKey');
+  }
+  return { type: 'object', properties, ...(required.length > 0 ? { required } : {}), additionalProperties: false };
 }
 
-const none = Type.Object({}, Strict);
-const IdempotencyKey = Type.Object({ idempotencyKey: Type.String({ minLength: 1, maxLength: 255 }) }, Strict);
+function describe(operation: Operation): string {
+  const toolsetNote = `Toolset: ${operation.area}. Requires scopes: ${operation.scopes.join(', ')}.`;
+  return `${operation.description}\n\n${toolsetNote}`;
+}
 
-// Tool inputs are validated against these schemas before `run`, so the casts below only restate them.
-type Arg<F extends (...args: never[]) => unknown, N extends number> = Parameters<F>[N];
-type S = Services;
+function buildTool(operation: Operation, ajv: Ajv): Tool {
+  const name = toolName(operation.operationId);
+  const output = operation.status === 204 ? undefined : dereference(operation.response);
+  const parts: Tool['parts'] = [];
+  const named: Array<['params' | 'query' | 'body', TObject | undefined]> = [['params', operation.params], ['query', operation.query], ['body', operation.body]];
+  for (const [partName, schema] of named) {
+    if (!schema) continue;
+    const json = dereference(schema);
+    if (!objectSchema(json)) throw new Error(`${operation.operationId}: ${partName} is not an object schema`);
+    parts.push({ name: partName, fields: new Set(Object.keys(schema.properties)), validate: ajv.compile(json) });
+  }
+  const stringify = objectSchema(output) ? fastJson(output) : () => 'null';
+  return {
+    name,
+    operation,
+    definition: {
+      name,
+      title: operation.summary,
+      description: describe(operation),
+      inputSchema: inputSchema(operation),
+      ...(objectSchema(output) ? { outputSchema: output } : {}),
+      annotations: {
+        title: operation.summary,
+        readOnlyHint: operation.readOnly,
+        destructiveHint: operation.destructive,
+        idempotentHint: operation.idempotent,
+        openWorldHint: operation.openWorld,
+      },
+    },
+    parts,
+    serialize: (body) => stringify(body),
+  };
+}
 
-export const TOOLS: ToolDefinition[] = [
-  {
-    name: 'list_conversations',
-    description: 'Find conversations, newest activity first, with inbox counts that follow the filters.',
-    scopes: ['conversations:read'],
-    input: ListConversationsQuery,
-    run: (s, p, i) => s.conversations.list(p.tenantId, i as Arg<S['conversations']['list'], 1>),
-  },
-  {
-    name: 'list_assignable_operators',
-    description: 'Active operators usable as conversation owner or review assignee.',
-    scopes: ['conversations:assignment:read'],
-    input: none,
-    run: (s, p) => s.conversations.assignableOperators(p.tenantId),
-  },
-  {
-    name: 'mark_conversation_read',
-    description: 'Zero the unread count of a conversation.',
-    scopes: ['conversations:triage:write'],
-    input: ConversationParams,
-    run: (s, p, i) => s.conversations.markRead(p.tenantId, String(i.conversationId), keyActor(p)),
-  },
-  {
-    name: 'resolve_needs_reply',
-    description: 'Acknowledge the needs-reply obligation (does not close reviews or handoffs).',
-    scopes: ['conversations:triage:write'],
-    input: ConversationParams,
-    run: (s, p, i) => s.conversations.resolveNeedsReply(p.tenantId, String(i.conversationId), keyActor(p)),
-  },
-  {
-    name: 'open_review',
-    description: 'Open a review case on a conversation (fails when a review or handoff is open).',
-    scopes: ['conversations:reviews:write'],
-    input: merge(ConversationParams, OpenReviewBody),
-    run: (s, p, { conversationId, ...body }) => s.conversations.openReview(p.tenantId, String(conversationId), keyActor(p), body as Arg<S['conversations']['openReview'], 3>),
-  },
-  {
-    name: 'assign_review',
-    description: 'Assign the open review to an operator, or unassign with null.',
-    scopes: ['conversations:reviews:write'],
-    input: merge(ConversationParams, AssignReviewBody),
-    run: (s, p, i) => s.conversations.assignReview(p.tenantId, String(i.conversationId), keyActor(p), (i.operatorId as string | null) ?? null),
-  },
-  {
-    name: 'resolve_review',
-    description: 'Resolve the open review (does not affect a handoff).',
-    scopes: ['conversations:reviews:write'],
-    input: merge(ConversationParams, ResolveReviewBody),
-    run: (s, p, i) => s.conversations.resolveReview(p.tenantId, String(i.conversationId), keyActor(p), i.resolutionNote as string | undefined),
-  },
-  {
-    name: 'whatsapp_template_status',
-    description: 'Persisted readiness of the WhatsApp conversation-start template per locale (read-only).',
-    scopes: ['conversations:read'],
-    input: TemplateStatusQuery,
-    run: (s, p, i) => s.messaging.templateStatus(p.tenantId, String(i.channelId)),
-  },
-  {
-    name: 'start_conversation',
-    description: 'Start a WhatsApp conversation with a template message. Queued, not delivered; reuse the idempotencyKey when retrying.',
-    scopes: ['conversations:write'],
-    input: merge(StartBody, IdempotencyKey),
-    run: async (s, p, { idempotencyKey, ...body }) => (await s.messaging.start(p, String(idempotencyKey), body as unknown as Arg<S['messaging']['start'], 2>)).body,
-  },
-  {
-    name: 'message_request_status',
-    description: 'Status of a queued send, by requestEventId.',
-    scopes: ['messages:read'],
-    input: RequestParams,
-    run: (s, p, i) => s.messaging.requestStatus(p.tenantId, String(i.requestEventId)),
-  },
-  {
-    name: 'list_follow_ups',
-    description: 'List CRM follow-ups, newest first.',
-    scopes: ['crm:followups:read'],
-    input: ListFollowUpsQuery,
-    run: (s, p, i) => s.crm.listFollowUps(p.tenantId, i as Arg<S['crm']['listFollowUps'], 1>),
-  },
-  {
-    name: 'get_follow_up',
-    description: 'Read one follow-up.',
-    scopes: ['crm:followups:read'],
-    input: FollowUpParams,
-    run: (s, p, i) => s.crm.getFollowUp(p.tenantId, String(i.followUpId)),
-  },
-  {
-    name: 'create_follow_up',
-    description: 'Create a follow-up from a lead and its conversation.',
-    scopes: ['crm:followups:write'],
-    input: CreateFollowUpBody,
-    run: (s, p, i) => s.crm.createFollowUp(p.tenantId, i as Arg<S['crm']['createFollowUp'], 1>),
-  },
-  {
-    name: 'update_follow_up',
-    description: 'Edit the message draft or due time of an open follow-up.',
-    scopes: ['crm:followups:write'],
-    input: merge(FollowUpParams, PatchFollowUpBody),
-    run: (s, p, { followUpId, ...patch }) => s.crm.updateFollowUp(p.tenantId, String(followUpId), patch as Arg<S['crm']['updateFollowUp'], 2>),
-  },
-  {
-    name: 'dismiss_follow_up',
-    description: 'Dismiss an open follow-up, optionally with feedback.',
-    scopes: ['crm:followups:write'],
-    input: merge(FollowUpParams, CloseBody),
-    run: (s, p, i) => s.crm.close(p.tenantId, String(i.followUpId), 'dismissed', i.feedbackReason as string | undefined),
-  },
-  {
-    name: 'cancel_follow_up',
-    description: 'Cancel an open follow-up, optionally with feedback.',
-    scopes: ['crm:followups:write'],
-    input: merge(FollowUpParams, CloseBody),
-    run: (s, p, i) => s.crm.close(p.tenantId, String(i.followUpId), 'canceled', i.feedbackReason as string | undefined),
-  },
-  {
-    name: 'send_follow_up',
-    description: 'Send a follow-up once (a second send is refused). Queued, not delivered.',
-    scopes: ['crm:followups:write'],
-    input: merge(FollowUpParams, SendBody),
-    run: async (s, p, i) => (await s.followUpSender.send(p.tenantId, String(i.followUpId), { messageText: i.messageText as string | undefined })).body,
-  },
-  {
-    name: 'get_follow_up_settings',
-    description: 'Read the follow-up automation settings before changing them.',
-    scopes: ['crm:automation:read'],
-    input: none,
-    run: (s, p) => s.crm.settings(p.tenantId),
-  },
-  {
-    name: 'update_follow_up_settings',
-    description: 'Change follow-up automation. Only on explicit instruction from the business.',
-    scopes: ['crm:automation:write'],
-    input: PatchSettingsBody,
-    run: (s, p, i) => s.crm.updateSettings(p.tenantId, i as Arg<S['crm']['updateSettings'], 1>),
-  },
-  {
-    name: 'list_webhooks',
-    description: 'List webhook subscriptions.',
-    scopes: ['webhooks:read'],
-    input: none,
-    run: (s, p) => s.webhooks.list(p),
-  },
-  {
-    name: 'list_webhook_deliveries',
-    description: 'List deliveries of a webhook subscription, newest first.',
-    scopes: ['webhooks:read'],
-    input: merge(SubscriptionParams, DeliveryListQuery),
-    run: (s, p, { subscriptionId, ...query }) => s.webhooks.listDeliveries(p, String(subscriptionId), query as Arg<S['webhooks']['listDeliveries'], 2>),
-  },
-];
+/** Every tool, built once per process (schemas compiled up front). */
+export function buildTools(): Map<string, Tool> {
+  const ajv = buildAjv({ coerceTypes: false });
+  return new Map(OPERATIONS.map((operation) => [toolName(operation.operationId), buildTool(operation, ajv)]));
+}
+
+export interface ToolFilter {
+  toolsets: ReadonlySet<Area> | undefined;
+  readOnly: boolean;
+}
+
+/** Parses `toolsets` (comma list) and `readonly`; unknown toolset names are returned for a 400. */
+export function parseToolFilter(toolsets: string | undefined, readOnly: string | undefined): { filter: ToolFilter; unknown: string[] } {
+  const names = toolsets === undefined ? [] : toolsets.split(',').map((name) => name.trim()).filter((name) => name.length > 0);
+  const areas = new Set<Area>();
+  const unknown: string[] = [];
+  for (const name of names) {
+    const area = AREAS.find((candidate) => candidate === name);
+    if (area) areas.add(area);
+    else unknown.push(name);
+  }
+  return { filter: { toolsets: toolsets === undefined ? undefined : areas, readOnly: readOnly === 'true' }, unknown };
+}
+
+/** A tool is offered when its toolset is selected, it reads (in read-only mode), and the key holds its scopes. */
+export function toolVisible(tool: Tool, filter: ToolFilter, hasScopes: boolean): boolean {
+  if (filter.toolsets && !filter.toolsets.has(tool.operation.area)) return false;
+  if (filter.readOnly && !tool.operation.readOnly) return false;
+  return hasScopes;
+}

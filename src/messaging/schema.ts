@@ -21,8 +21,6 @@ export const TemplateReadiness = Type.Object(
   { additionalProperties: false },
 );
 
-export const IdempotencyHeaders = Type.Object({ 'idempotency-key': Type.String({ minLength: 1, maxLength: 255 }) });
-
 export const StartBody = Type.Object(
   {
     channelId: Type.String({ minLength: 1, maxLength: 120 }),

@@ -1,6 +1,7 @@
 import type { Clock } from '../clock.js';
 import type { Db, Queryable } from '../db/driver.js';
-import type { Principal } from '../auth/keys.js';
+import type { Static } from 'typebox';
+import type { Ctx } from '../context.js';
 import { channelRepo } from '../channels/repo.js';
 import { startReadinessView } from '../channels/service.js';
 import { ensureContact, ensureConversation } from '../conversations/inbox.js';
@@ -11,21 +12,13 @@ import { runIdempotent } from '../http/idempotency.js';
 import { messageRequestRepo, type RequestStatus } from './repo.js';
 import { moveStatus, requestStatusView } from './status.js';
 import type { OutboundQueue } from './outbound.js';
+import type { RequestParams, StartAccepted, StartBody, TemplateStatusQuery } from './schema.js';
 
 
-export interface StartInput {
-  channelId: string;
-  recipientPhone: string;
-  locale: 'en_US' | 'es_MX';
-  messageText: string;
-  contactName?: string;
-}
+type StartInput = Static<typeof StartBody>;
+type RequestRef = Static<typeof RequestParams>;
 
-export interface StartResult {
-  conversationId: string;
-  replyId: string;
-  requestEventId: string;
-}
+type StartResult = Static<typeof StartAccepted>;
 
 /** Conversation start, message request status and the simulated provider callbacks. */
 export class MessagingService {
@@ -43,7 +36,7 @@ export class MessagingService {
   }
 
   /** Persisted per-locale readiness of the channel's conversation-start template; never refreshed here. */
-  async templateStatus(tenantId: string, channelId: string) {
+  async templateStatus({ tenantId }: Ctx, { channelId }: Static<typeof TemplateStatusQuery>) {
     await this.whatsappChannel(this.db, tenantId, channelId, 'query.channelId');
     return startReadinessView(channelId, await channelRepo.latestTemplate(this.db, tenantId, channelId));
   }
@@ -52,11 +45,11 @@ export class MessagingService {
    * Checks every precondition, then writes contact, conversation, outbound message, message request,
    * send job and events in one transaction. Replays the stored 202 for a repeated Idempotency-Key.
    */
-  async start(principal: Principal, idempotencyKey: string, input: StartInput) {
+  async start(ctx: Ctx, { idempotencyKey, ...input }: StartInput & { idempotencyKey: string }) {
     // The schema checks the E.164 shape; this checks that the number exists (and names the right field).
     if (!normalizePhone(input.recipientPhone)) throw invalid('body.recipientPhone', 'must be a valid phone number in E.164 form, such as +525512345678');
-    return runIdempotent<StartResult>(this.db, this.clock, { tenantId: principal.tenantId, operation: 'conversations.start', key: idempotencyKey, request: input }, async (tx) => {
-      const tenantId = principal.tenantId;
+    return runIdempotent<StartResult>(this.db, this.clock, { tenantId: ctx.tenantId, operation: 'conversations.start', key: idempotencyKey, request: input }, async (tx) => {
+      const tenantId = ctx.tenantId;
       const channel = await this.whatsappChannel(tx, tenantId, input.channelId, 'body.channelId');
       if (!channel.available) throw new DomainError('M2M_INVALID_REQUEST', 'the WhatsApp channel is not available for sending', { reason: 'channel_unavailable', issues: [{ path: 'body.channelId', message: 'is not available' }] });
       const template = await channelRepo.latestTemplate(tx, tenantId, channel.id);
@@ -95,14 +88,14 @@ export class MessagingService {
     });
   }
 
-  async requestStatus(tenantId: string, requestEventId: string) {
+  async requestStatus({ tenantId }: Ctx, { requestEventId }: RequestRef) {
     const row = await messageRequestRepo.get(this.db, tenantId, requestEventId);
     if (!row) throw notFound('message request');
     return requestStatusView(row);
   }
 
   /** Acknowledges a failed send so that new sends to the recipient are allowed again. */
-  async reconcile(tenantId: string, requestEventId: string) {
+  async reconcile({ tenantId }: Ctx, { requestEventId }: RequestRef) {
     const row = await messageRequestRepo.reconcile(this.db, tenantId, requestEventId, this.clock.now());
     if (row) return { ...requestStatusView(row), reconciled: true };
     const existing = await messageRequestRepo.get(this.db, tenantId, requestEventId);

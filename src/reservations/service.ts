@@ -1,3 +1,7 @@
+import type { Static } from 'typebox';
+import type { Ctx } from '../context.js';
+import type { ConversationParams } from '../conversations/schema.js';
+import type { LifecycleSettingBody, LifecycleSettingsParams, ListReservationsQuery, SyncBody } from './schema.js';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { Db, Queryable, Tx } from '../db/driver.js';
@@ -12,7 +16,7 @@ import { propertyRepo, tenantRepo } from '../tenants/repo.js';
 import { addDays, isCalendarDate, todayIn } from './dates.js';
 import { attemptRepo, senderRepo, settingsRepo } from './lifecycle-repo.js';
 import { LifecycleEngine, transitionEvents, type LifecycleEvent } from './lifecycle.js';
-import { integrationRepo, mirrorRepo, type MirrorFields, type MirrorRow, type SortColumn } from './repo.js';
+import { integrationRepo, mirrorRepo, type MirrorFields, type MirrorRow } from './repo.js';
 import { integrationSettingsView, linkedView, mirrorView, senderView } from './views.js';
 
 export const PAGE_SIZE = 20 as const;
@@ -27,26 +31,9 @@ export const AVAILABLE_SORTS = [
   { sortBy: 'booked_at', sortDir: 'desc', label: 'Booked, newest first' },
 ] as const;
 
-export interface SyncInput {
-  status: string;
-  propertyId?: string | null;
-  checkInDate: string;
-  checkOutDate: string;
-  bookedAt: string;
-  guestFullName: string;
-  guestEmail?: string | null;
-  guestPhone?: string | null;
-  sourceUpdatedAt?: string;
-}
+type SyncInput = Static<typeof SyncBody>;
 
-export interface ListQuery {
-  integrationId?: string;
-  reservationId?: string;
-  status?: string;
-  cursor?: string;
-  sortBy?: SortColumn;
-  sortDir?: 'asc' | 'desc';
-}
+type ListQuery = Static<typeof ListReservationsQuery>;
 
 function syncFields(input: SyncInput): MirrorFields {
   if (!isCalendarDate(input.checkInDate)) throw invalid('body.checkInDate', 'must be a calendar date YYYY-MM-DD');
@@ -144,7 +131,7 @@ export class ReservationService {
     });
   }
 
-  async list(tenantId: string, query: ListQuery) {
+  async list({ tenantId }: Ctx, query: ListQuery) {
     const sortBy = query.sortBy ?? 'check_in_date';
     const sortDir = query.sortDir ?? 'asc';
     if (query.integrationId && !(await integrationRepo.get(this.db, tenantId, query.integrationId))) throw notFound('integration');
@@ -173,7 +160,7 @@ export class ReservationService {
   }
 
   /** At most five mirrors whose normalised guest phone is the conversation contact's phone. */
-  async forConversation(tenantId: string, conversationId: string) {
+  async forConversation({ tenantId }: Ctx, { conversationId }: Static<typeof ConversationParams>) {
     const conversation = await conversationRepo.get(this.db, tenantId, conversationId);
     if (!conversation) throw notFound('conversation');
     const phone = conversation.contact_phone ? normalizePhone(conversation.contact_phone) : undefined;
@@ -182,7 +169,7 @@ export class ReservationService {
     return { conversationId, reservations: rows.map(linkedView), totalCount: total, matchPhoneNormalized: phone };
   }
 
-  async lifecycleSettings(tenantId: string) {
+  async lifecycleSettings({ tenantId }: Ctx) {
     const [integrations, settings, senders] = await Promise.all([
       integrationRepo.list(this.db, tenantId),
       settingsRepo.list(this.db, tenantId),
@@ -195,7 +182,7 @@ export class ReservationService {
    * Sets one event of one integration. Enabling needs a sender (given now or already set) that is an
    * available WhatsApp channel of the tenant. Changes future messaging only: nothing is sent here.
    */
-  async updateLifecycleSetting(tenantId: string, integrationId: string, input: { eventType: LifecycleEvent; enabled: boolean; channelId?: string | null }) {
+  async updateLifecycleSetting({ tenantId }: Ctx, { integrationId, ...input }: Static<typeof LifecycleSettingsParams> & Static<typeof LifecycleSettingBody>) {
     return this.db.transaction(async (tx) => {
       const integration = await integrationRepo.get(tx, tenantId, integrationId);
       if (!integration || integration.provider !== 'pms') throw notFound('integration');

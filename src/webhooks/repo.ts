@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/driver.js';
+import type { FailureCode } from './http-client.js';
 import { epochMicros, epochMs } from '../db/sql.js';
 
 export interface SubscriptionRow {
@@ -25,7 +26,7 @@ export interface DeliveryRow {
   attempts: number;
   next_attempt_at: Date | null;
   http_status: number | null;
-  failure_code: string | null;
+  failure_code: FailureCode | null;
   delivered_at: Date | null;
   created_at: Date;
   updated_at: Date;

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { DateTime, Strict, StringEnum } from '../http/schemas.js';
+import { DateTime, Ref, Strict, StringEnum } from '../http/schemas.js';
 import { EVENT_TYPES } from './events.js';
 
 export const EventTypeSchema = StringEnum(EVENT_TYPES, { description: 'Event type' });
@@ -43,7 +43,7 @@ export const Subscription = Type.Object(
   { $id: 'WebhookSubscription', additionalProperties: false },
 );
 
-export const SubscriptionList = Type.Object({ subscriptions: Type.Array(Type.Ref('WebhookSubscription')) }, { additionalProperties: false });
+export const SubscriptionList = Type.Object({ subscriptions: Type.Array(Ref(Subscription)) }, { additionalProperties: false });
 
 const DeliveryStatus = StringEnum(['pending', 'delivered', 'failed', 'canceled']);
 
@@ -67,7 +67,7 @@ export const Delivery = Type.Object(
   { $id: 'WebhookDelivery', additionalProperties: false },
 );
 
-export const DeliveryEnvelope = Type.Object({ delivery: Type.Ref('WebhookDelivery') }, { additionalProperties: false });
+export const DeliveryEnvelope = Type.Object({ delivery: Ref(Delivery) }, { additionalProperties: false });
 
 export const DeliveryListQuery = Type.Object(
   {
@@ -79,7 +79,7 @@ export const DeliveryListQuery = Type.Object(
 );
 
 export const DeliveryList = Type.Object(
-  { deliveries: Type.Array(Type.Ref('WebhookDelivery')), nextCursor: Type.Optional(Type.String()), hasMore: Type.Boolean() },
+  { deliveries: Type.Array(Ref(Delivery)), nextCursor: Type.Optional(Type.String()), hasMore: Type.Boolean() },
   { additionalProperties: false },
 );
 
@@ -108,3 +108,6 @@ export const TestEventBody = Type.Object(
 
 /** Schemas referenced by $id from responses; added once at the root (adding them in a child context would reset its validator). */
 export const webhookSharedSchemas = [Subscription, Delivery];
+
+/** A subscription as a response body (a reference to the shared schema). */
+export const SubscriptionResponse = Ref(Subscription);

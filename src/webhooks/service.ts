@@ -1,8 +1,10 @@
 import type { Clock } from '../clock.js';
 import type { Db, Tx } from '../db/driver.js';
-import { insufficientScope, type Principal } from '../auth/keys.js';
+import type { Static } from 'typebox';
+import { insufficientScope } from '../auth/keys.js';
+import { actingKey, transactionOf, type Ctx } from '../context.js';
 import { hasScope, missingScopes } from '../auth/scopes.js';
-import { conflict, invalid, notFound } from '../errors.js';
+import { DomainError, conflict, invalid, notFound } from '../errors.js';
 import type { Cursors } from '../http/cursor.js';
 import { newId } from '../ids.js';
 import { decryptSecret, encryptSecret, type Keyring } from '../secrets.js';
@@ -11,6 +13,10 @@ import { EVENT_SCOPES, EVENT_TYPES, WEBHOOKS_CHANNEL, emit, requiredScopesFor, t
 import { deliveryRepo, subscriptionRepo, type AttemptRow, type DeliveryListRow, type DeliveryRow, type SubscriptionRow } from './repo.js';
 import { newWebhookSecret } from './sign.js';
 import { validateWebhookUrl } from './ssrf.js';
+import type { CreateSubscriptionBody, DeliveryListQuery, DeliveryParams, SubscriptionParams, UpdateSubscriptionBody } from './schema.js';
+
+type SubscriptionRef = Static<typeof SubscriptionParams>;
+type DeliveryRef = Static<typeof DeliveryParams>;
 
 export const MAX_SUBSCRIPTIONS_PER_TENANT = 50;
 const RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
@@ -81,31 +87,34 @@ export class WebhookService {
   }
 
   /** Creating or changing a subscription needs webhooks:write and the read scope of every selected event type. */
-  private checkEventScopes(principal: Principal, events: string[]): void {
+  private checkEventScopes(ctx: Ctx, events: string[]): { id: string } {
+    const key = actingKey(ctx.actor);
+    if (!key) throw new DomainError('M2M_INVALID_REQUEST', 'a webhook subscription is owned by the API key that creates or changes it');
     const required = ['webhooks:write', ...requiredScopesFor(events)];
-    const missing = missingScopes(principal.scopes, required);
+    const missing = missingScopes(key.scopes, required);
     if (missing.length > 0) throw insufficientScope(required, missing);
+    return key;
   }
 
-  async create(principal: Principal, input: { url: string; events: string[]; description?: string; active?: boolean }) {
+  async create(ctx: Ctx, input: Static<typeof CreateSubscriptionBody>) {
     const events = this.checkEvents(input.events);
-    this.checkEventScopes(principal, events);
+    const owner = this.checkEventScopes(ctx, events);
     const { url, host } = this.checkUrl(input.url);
     const secret = newWebhookSecret();
-    return this.deps.db.transaction(async (tx) => {
-      await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`webhook-subscriptions:${principal.tenantId}`]);
-      if ((await subscriptionRepo.count(tx, principal.tenantId)) >= MAX_SUBSCRIPTIONS_PER_TENANT) {
+    return transactionOf(this.deps.db, ctx, async (tx) => {
+      await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`webhook-subscriptions:${ctx.tenantId}`]);
+      if ((await subscriptionRepo.count(tx, ctx.tenantId)) >= MAX_SUBSCRIPTIONS_PER_TENANT) {
         throw conflict(`a business can have at most ${MAX_SUBSCRIPTIONS_PER_TENANT} webhook subscriptions; delete one first`);
       }
       const row = await subscriptionRepo.insert(tx, {
         id: newId('whk'),
-        tenant_id: principal.tenantId,
+        tenant_id: ctx.tenantId,
         url,
         host,
         events,
         active: input.active ?? true,
         description: input.description ?? null,
-        owner_api_key_id: principal.apiKeyId,
+        owner_api_key_id: owner.id,
         secret_sealed: encryptSecret(this.deps.keyring.encryptionKey, secret),
         now: this.deps.clock.now(),
       });
@@ -113,12 +122,12 @@ export class WebhookService {
     });
   }
 
-  async list(principal: Principal) {
-    return { subscriptions: (await subscriptionRepo.list(this.deps.db, principal.tenantId)).map((row) => subscriptionView(row)) };
+  async list(ctx: Ctx) {
+    return { subscriptions: (await subscriptionRepo.list(this.deps.db, ctx.tenantId)).map((row) => subscriptionView(row)) };
   }
 
-  async get(principal: Principal, id: string) {
-    return subscriptionView(await this.require(this.deps.db, principal.tenantId, id));
+  async get(ctx: Ctx, input: SubscriptionRef) {
+    return subscriptionView(await this.require(this.deps.db, ctx.tenantId, input.subscriptionId));
   }
 
   private async require(db: Db | Tx, tenantId: string, id: string, lock = false): Promise<SubscriptionRow> {
@@ -132,22 +141,22 @@ export class WebhookService {
    * and becomes the owner. Disabling cancels pending deliveries; removing an event type cancels its pending
    * deliveries. Re-enabling does not replay anything.
    */
-  async update(principal: Principal, id: string, patch: { url?: string; events?: string[]; active?: boolean; description?: string | null }) {
+  async update(ctx: Ctx, { subscriptionId: id, ...patch }: SubscriptionRef & Static<typeof UpdateSubscriptionBody>) {
     const events = patch.events ? this.checkEvents(patch.events) : undefined;
     const target = patch.url !== undefined ? this.checkUrl(patch.url) : undefined;
     return this.deps.db.transaction(async (tx) => {
-      const current = await this.require(tx, principal.tenantId, id, true);
+      const current = await this.require(tx, ctx.tenantId, id, true);
       const nextEvents = events ?? current.events;
-      this.checkEventScopes(principal, nextEvents);
+      const owner = this.checkEventScopes(ctx, nextEvents);
       const now = this.deps.clock.now();
       const active = patch.active ?? current.active;
-      const row = await subscriptionRepo.update(tx, principal.tenantId, id, {
+      const row = await subscriptionRepo.update(tx, ctx.tenantId, id, {
         url: target?.url ?? current.url,
         host: target?.host ?? current.host,
         events: nextEvents,
         active,
         description: patch.description === undefined ? current.description : patch.description === '' ? null : patch.description,
-        ownerApiKeyId: principal.apiKeyId,
+        ownerApiKeyId: owner.id,
         now,
       });
       if (!active) await deliveryRepo.cancelForSubscription(tx, id, now);
@@ -159,20 +168,20 @@ export class WebhookService {
     });
   }
 
-  async remove(principal: Principal, id: string): Promise<void> {
+  async remove(ctx: Ctx, { subscriptionId: id }: SubscriptionRef): Promise<void> {
     await this.deps.db.transaction(async (tx) => {
       const now = this.deps.clock.now();
-      if (!(await subscriptionRepo.softDelete(tx, principal.tenantId, id, now))) throw notFound('webhook subscription');
+      if (!(await subscriptionRepo.softDelete(tx, ctx.tenantId, id, now))) throw notFound('webhook subscription');
       await deliveryRepo.cancelForSubscription(tx, id, now);
     });
   }
 
   /** New secret, used from the next attempt on. */
-  async rotateSecret(principal: Principal, id: string) {
+  async rotateSecret(ctx: Ctx, { subscriptionId: id }: SubscriptionRef) {
     const secret = newWebhookSecret();
     const row = await subscriptionRepo.setSecret(
-      this.deps.db,
-      principal.tenantId,
+      ctx.tx ?? this.deps.db,
+      ctx.tenantId,
       id,
       encryptSecret(this.deps.keyring.encryptionKey, secret),
       this.deps.clock.now(),
@@ -185,11 +194,11 @@ export class WebhookService {
     return decryptSecret(this.deps.keyring.encryptionKey, sealed);
   }
 
-  async listDeliveries(principal: Principal, subscriptionId: string, query: { status?: string; limit?: number; cursor?: string }) {
+  async listDeliveries(ctx: Ctx, { subscriptionId, ...query }: SubscriptionRef & Static<typeof DeliveryListQuery>) {
     const limit = query.limit ?? 50;
-    const filters = { tenantId: principal.tenantId, subscriptionId, status: query.status ?? null };
-    const after = query.cursor ? await this.deliveryCursor(principal, subscriptionId, filters, query.cursor) : undefined;
-    const rows = await deliveryRepo.listPage(this.deps.db, principal.tenantId, subscriptionId, { status: query.status, limit: limit + 1, after });
+    const filters = { tenantId: ctx.tenantId, subscriptionId, status: query.status ?? null };
+    const after = query.cursor ? await this.deliveryCursor(ctx, subscriptionId, filters, query.cursor) : undefined;
+    const rows = await deliveryRepo.listPage(this.deps.db, ctx.tenantId, subscriptionId, { status: query.status, limit: limit + 1, after });
     if (!rows) throw notFound('webhook subscription');
     const page = rows.slice(0, limit);
     const hasMore = rows.length > limit;
@@ -202,39 +211,39 @@ export class WebhookService {
   }
 
   /** A missing subscription is 404 even when the cursor is bad too (the check costs a query only then). */
-  private async deliveryCursor(principal: Principal, subscriptionId: string, filters: unknown, cursor: string) {
+  private async deliveryCursor(ctx: Ctx, subscriptionId: string, filters: unknown, cursor: string) {
     try {
       return this.deps.cursors.decode<{ createdAt: string; id: string }>('webhook-deliveries', filters, cursor);
     } catch (error) {
-      await this.require(this.deps.db, principal.tenantId, subscriptionId);
+      await this.require(this.deps.db, ctx.tenantId, subscriptionId);
       throw error;
     }
   }
 
-  async getDelivery(principal: Principal, subscriptionId: string, deliveryId: string) {
+  async getDelivery(ctx: Ctx, { subscriptionId, deliveryId }: DeliveryRef) {
     // Like the list: a deleted (or foreign) subscription has no readable deliveries.
-    await this.require(this.deps.db, principal.tenantId, subscriptionId);
-    const row = await deliveryRepo.get(this.deps.db, principal.tenantId, subscriptionId, deliveryId);
+    await this.require(this.deps.db, ctx.tenantId, subscriptionId);
+    const row = await deliveryRepo.get(this.deps.db, ctx.tenantId, subscriptionId, deliveryId);
     if (!row) throw notFound('webhook delivery');
     return { delivery: deliveryView(row) };
   }
 
-  async listAttempts(principal: Principal, subscriptionId: string, deliveryId: string) {
-    await this.getDelivery(principal, subscriptionId, deliveryId);
-    return { attempts: (await deliveryRepo.attempts(this.deps.db, principal.tenantId, deliveryId)).map(attemptView) };
+  async listAttempts(ctx: Ctx, input: DeliveryRef) {
+    await this.getDelivery(ctx, input);
+    return { attempts: (await deliveryRepo.attempts(this.deps.db, ctx.tenantId, input.deliveryId)).map(attemptView) };
   }
 
   /** A failed delivery starts a new cycle of attempts with the same event id; any other state is 409. */
-  async retryDelivery(principal: Principal, subscriptionId: string, deliveryId: string) {
+  async retryDelivery(ctx: Ctx, { subscriptionId, deliveryId }: DeliveryRef) {
     return this.deps.db.transaction(async (tx) => {
-      const subscription = await this.require(tx, principal.tenantId, subscriptionId);
-      const current = await deliveryRepo.get(tx, principal.tenantId, subscriptionId, deliveryId);
+      const subscription = await this.require(tx, ctx.tenantId, subscriptionId);
+      const current = await deliveryRepo.get(tx, ctx.tenantId, subscriptionId, deliveryId);
       if (!current) throw notFound('webhook delivery');
       if (current.status !== 'failed') {
         throw conflict(`only a failed delivery can be retried; this one is ${current.status}`, { status: current.status });
       }
       if (!subscription.active) throw conflict('the subscription is disabled; enable it before retrying');
-      const row = await deliveryRepo.restart(tx, principal.tenantId, deliveryId, this.deps.clock.now());
+      const row = await deliveryRepo.restart(tx, ctx.tenantId, deliveryId, this.deps.clock.now());
       if (!row) throw conflict('the delivery changed state; read it again');
       tx.notify(WEBHOOKS_CHANNEL);
       return { delivery: deliveryView(row) };

@@ -1,32 +1,34 @@
+import { Api } from './generated.js';
 import { request, resolveConfig, type ClientOptions, type RequestOptions, type ResolvedClientConfig } from './request.js';
-import { Webhooks } from './webhooks.js';
 
 /**
- * Client of the tenant-scoped M2M API.
+ * Client of the tenant-scoped M2M API: a method for every operation, grouped by resource, generated from the
+ * server's operation catalogue (src/generated.ts).
  *
  * ```ts
  * const m2m = new M2MClient({ apiKey: process.env.M2M_API_KEY!, baseUrl: 'https://api.example.com/m2m/v1' });
  * const sub = await m2m.webhooks.create({ url: 'https://hooks.example.com/m2m', events: ['message.created'] });
+ * for await (const item of m2m.knowledge.items.iterate({ status: 'active' })) console.log(item.title);
  * ```
  */
-export class M2MClient {
-  readonly webhooks: Webhooks;
+export class M2MClient extends Api {
   readonly #config: ResolvedClientConfig;
 
   constructor(options: ClientOptions) {
-    this.#config = resolveConfig(options);
-    this.webhooks = new Webhooks(this.#config);
+    const config = resolveConfig(options);
+    super(config);
+    this.#config = config;
   }
 
-  /**
-   * Escape hatch for operations without a resource method yet; same auth, timeout, retries and
-   * errors. Build `path` with the exported `path` tag so segments are URL-encoded.
-   */
+  /** Escape hatch for a raw call: same auth, timeout, retries and errors. Build `path` with the `path` tag. */
   request<T = unknown>(options: RequestOptions): Promise<T> {
     return request<T>(this.#config, options);
   }
 }
 
+export * from './generated.js';
+export { callOperation, iterateOperation } from './operation.js';
+export type { OperationMeta, Page } from './operation.js';
 export {
   ApiError,
   ApiConnectionError,
@@ -45,20 +47,6 @@ export type {
   RequestOptions,
   ResolvedClientConfig,
 } from './request.js';
-
-export { Webhooks } from './webhooks.js';
-export type {
-  WebhookCreateParams,
-  WebhookDelivery,
-  WebhookDeliveryList,
-  WebhookDeliveryListParams,
-  WebhookDeliveryStatus,
-  WebhookEventType,
-  WebhookSubscription,
-  WebhookSubscriptionList,
-  WebhookSubscriptionWithSecret,
-  WebhookUpdateParams,
-} from './webhooks.js';
 
 export {
   DEFAULT_TOLERANCE_SECONDS,

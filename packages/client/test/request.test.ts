@@ -73,7 +73,7 @@ test('retries a 503, then succeeds, with the same Idempotency-Key on every attem
     [json(503, errorEnvelope('M2M_INTERNAL_ERROR', 'try again')), json(200, { ...SUB, secret: 'whsec_new' })],
     async (baseUrl, seen) => {
       const m2m = client(baseUrl);
-      const sub = await m2m.webhooks.rotateSecret('whsub_1');
+      const sub = await m2m.webhooks.rotateSecret({ subscriptionId: 'whsub_1' });
       assert.equal(sub.secret, 'whsec_new');
       assert.equal(seen.length, 2);
       for (const r of seen) {
@@ -115,14 +115,24 @@ test('gives up after maxRetries and surfaces the last error', async () => {
   });
 });
 
-test('a non-idempotent POST (create) is not retried after a 5xx', async () => {
-  await withServer([json(500, errorEnvelope('M2M_INTERNAL_ERROR', 'boom')), json(201, SUB)], async (baseUrl, seen) => {
+test('a POST that is not a create or a send (retry) is not retried after a 5xx', async () => {
+  await withServer([json(500, errorEnvelope('M2M_INTERNAL_ERROR', 'boom')), json(200, { delivery: {} })], async (baseUrl, seen) => {
     await assert.rejects(
-      client(baseUrl).webhooks.create({ url: SUB.url, events: ['message.created'] }),
+      client(baseUrl).webhooks.deliveries.retry({ subscriptionId: 's', deliveryId: 'd' }),
       (err: unknown) => err instanceof ApiError && err.status === 500,
     );
     assert.equal(seen.length, 1);
     assert.equal(seen[0].headers['idempotency-key'], undefined);
+  });
+});
+
+test('a create is retried after a 5xx under one generated Idempotency-Key', async () => {
+  await withServer([json(500, errorEnvelope('M2M_INTERNAL_ERROR', 'boom')), json(201, SUB)], async (baseUrl, seen) => {
+    const sub = await client(baseUrl).webhooks.create({ url: SUB.url, events: ['message.created'] });
+    assert.equal(sub.subscriptionId, SUB.subscriptionId);
+    assert.equal(seen.length, 2);
+    assert.ok(seen[0].headers['idempotency-key']);
+    assert.equal(seen[1].headers['idempotency-key'], seen[0].headers['idempotency-key']);
   });
 });
 
@@ -158,7 +168,7 @@ test('an error envelope becomes an ApiError with status, code, message, details 
   await withServer(
     [json(403, errorEnvelope('M2M_AUTH_INSUFFICIENT_SCOPE', 'The credential lacks the required scope', details), { 'x-request-id': 'req_abc123' })],
     async (baseUrl, seen) => {
-      await assert.rejects(client(baseUrl).webhooks.get('whsub_1'), (err: unknown) => {
+      await assert.rejects(client(baseUrl).webhooks.get({ subscriptionId: 'whsub_1' }), (err: unknown) => {
         assert.ok(err instanceof ApiError);
         assert.ok(err instanceof Error);
         assert.equal(err.name, 'ApiError');
@@ -223,7 +233,7 @@ test('times out with a clear error', async () => {
 
 test('a timeout of a GET is retried; a per-call timeout overrides the client one', async () => {
   await withServer([() => { /* hang */ }, json(200, { subscriptions: [SUB] })], async (baseUrl, seen) => {
-    const list = await client(baseUrl).webhooks.list({ timeoutMs: 150 });
+    const list = await client(baseUrl).webhooks.list({}, { timeoutMs: 150 });
     assert.deepEqual(list, { subscriptions: [SUB] });
     assert.equal(seen.length, 2);
   });
@@ -233,7 +243,7 @@ test('a caller abort stops the call without retrying', async () => {
   await withServer([() => { /* hang */ }], async (baseUrl, seen) => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(new Error('caller gave up')), 50);
-    await assert.rejects(client(baseUrl).webhooks.list({ signal: controller.signal }), /caller gave up/);
+    await assert.rejects(client(baseUrl).webhooks.list({}, { signal: controller.signal }), /caller gave up/);
     assert.equal(seen.length, 1);
   });
 });
@@ -257,14 +267,14 @@ test('webhooks resource: paths, methods, encoding, bodies and envelopes', async 
       const w = client(baseUrl).webhooks;
       assert.equal((await w.create({ url: SUB.url, events: ['message.created'] })).secret, 'whsec_a');
       assert.deepEqual(await w.list(), { subscriptions: [SUB] });
-      assert.deepEqual(await w.get('sub 1'), SUB);
-      assert.equal((await w.update('sub 1', { active: false })).active, false);
-      assert.equal(await w.delete('sub 1'), undefined);
-      const page = await w.listDeliveries('sub 1', { status: 'failed', limit: 10, cursor: 'a+b/c' });
+      assert.deepEqual(await w.get({ subscriptionId: 'sub 1' }), SUB);
+      assert.equal((await w.update({ subscriptionId: 'sub 1', active: false })).active, false);
+      assert.equal(await w.delete({ subscriptionId: 'sub 1' }), undefined);
+      const page = await w.deliveries.list({ subscriptionId: 'sub 1', status: 'failed', limit: 10, cursor: 'a+b/c' });
       assert.equal(page.hasMore, true);
       assert.equal(page.nextCursor, 'cur_2');
-      assert.deepEqual(await w.getDelivery('sub 1', 'd/1'), delivery);
-      assert.equal((await w.retryDelivery('sub 1', 'd/1')).status, 'pending');
+      assert.deepEqual(await w.deliveries.get({ subscriptionId: 'sub 1', deliveryId: 'd/1' }), { delivery });
+      assert.equal((await w.deliveries.retry({ subscriptionId: 'sub 1', deliveryId: 'd/1' })).delivery.status, 'pending');
 
       assert.deepEqual(
         seen.map((r) => `${r.method} ${r.url}`),
@@ -282,18 +292,19 @@ test('webhooks resource: paths, methods, encoding, bodies and envelopes', async 
       assert.deepEqual(JSON.parse(seen[0].body), { url: SUB.url, events: ['message.created'] });
       assert.deepEqual(JSON.parse(seen[3].body), { active: false });
       assert.equal(seen[1].body, '');
-      assert.ok(seen[7].headers['idempotency-key'], 'retryDelivery carries an Idempotency-Key');
+      assert.ok(seen[0].headers['idempotency-key'], 'create carries an Idempotency-Key');
+      assert.equal(seen[7].headers['idempotency-key'], undefined, 'retry is not a create: no key');
     },
   );
 });
 
-test('iterateDeliveries follows nextCursor', async () => {
+test('deliveries.iterate follows nextCursor', async () => {
   const d = (n: number) => ({ deliveryId: `d_${n}`, eventId: `e_${n}`, subscriptionId: 's', status: 'delivered', attempts: 1 });
   await withServer(
     [json(200, { deliveries: [d(3), d(2)], nextCursor: 'c1', hasMore: true }), json(200, { deliveries: [d(1)], hasMore: false })],
     async (baseUrl, seen) => {
       const ids: string[] = [];
-      for await (const x of client(baseUrl).webhooks.iterateDeliveries('s', { limit: 2 })) ids.push(x.deliveryId);
+      for await (const x of client(baseUrl).webhooks.deliveries.iterate({ subscriptionId: 's', limit: 2 })) ids.push(x.deliveryId);
       assert.deepEqual(ids, ['d_3', 'd_2', 'd_1']);
       assert.deepEqual(seen.map((r) => r.url), ['/m2m/v1/webhooks/s/deliveries?limit=2', '/m2m/v1/webhooks/s/deliveries?limit=2&cursor=c1']);
     },
@@ -308,8 +319,8 @@ test('path segments that URL parsers would collapse are rejected before sending'
   };
   const w = new M2MClient({ apiKey: 'k', baseUrl: 'https://api.example.com/m2m/v1', fetch }).webhooks;
   for (const bad of ['', '.', '..']) {
-    await assert.rejects(w.get(bad), TypeError);
-    await assert.rejects(w.getDelivery('s', bad), TypeError);
+    await assert.rejects(w.get({ subscriptionId: bad }), TypeError);
+    await assert.rejects(w.deliveries.get({ subscriptionId: 's', deliveryId: bad }), TypeError);
   }
   assert.equal(calls, 0);
 });

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Strict, StringEnum } from '../../http/schemas.js';
+import { Ref, Strict, StringEnum } from '../../http/schemas.js';
 
 /** Shapes of the crawl routes. Responses are closed: serialisation drops anything not listed. */
 const closed = { additionalProperties: false } as const;
@@ -38,12 +38,12 @@ export const KnowledgeCrawlJob = Type.Object(
 /** Schemas with an $id, added once at the root (src/app.ts). */
 export const crawlSharedSchemas = [KnowledgeCrawlJob];
 
-export const CrawlJobs = Type.Object({ jobs: Type.Array(Type.Ref('KnowledgeCrawlJob'), { maxItems: 100 }) }, closed);
+export const CrawlJobs = Type.Object({ jobs: Type.Array(Ref(KnowledgeCrawlJob), { maxItems: 100 }) }, closed);
 
 const FailedPage = Type.Object({ url: Type.String({ maxLength: 2048 }), code: Type.String(), message: Type.String() }, closed);
 export const CrawlJobEnvelope = Type.Object(
   {
-    job: Type.Ref('KnowledgeCrawlJob'),
+    job: Ref(KnowledgeCrawlJob),
     failedPages: Type.Optional(
       Type.Array(FailedPage, { maxItems: 100, description: 'Pages of this crawl that could not be stored (at most 100), with the reason' }),
     ),

@@ -1,10 +1,13 @@
+import type { Static } from 'typebox';
+import type { Ctx } from '../../context.js';
+import type { CrawlJobParams, CrawlListQuery, CreateWebsiteBody, StartCrawlBody } from './schema.js';
 import type { Clock } from '../../clock.js';
 import type { Db, Tx } from '../../db/driver.js';
 import { conflict, invalid, notFound } from '../../errors.js';
 import { newId } from '../../ids.js';
 import { enqueue } from '../../jobs/queue.js';
-import { requireProperty, resolveScope } from '../common.js';
-import { sourceRepo, type CreatedBy } from '../repo.js';
+import { createdByOf, requireProperty, resolveScope } from '../common.js';
+import { sourceRepo } from '../repo.js';
 import { websiteView } from '../views.js';
 import { websiteRepo } from '../website-repo.js';
 import { crawlRepo } from './crawl-repo.js';
@@ -14,18 +17,8 @@ import { snapshotRepo } from './snapshot-repo.js';
 import { CrawlUrlError, checkCrawlUrl, normalizeRootUrl } from './url.js';
 import { crawlJobView } from './view.js';
 
-export interface WebsiteInput {
-  rootUrl: string;
-  title?: string;
-  crawlDepth: number;
-  maxPages: number;
-  scope?: 'global' | 'property';
-  propertyId?: string;
-  defaultEnabled?: boolean;
-  selectionRules?: SelectionRule[];
-}
-
-export type StartCrawlInput = Partial<WebsiteInput> & { websiteId?: string };
+export type WebsiteInput = Static<typeof CreateWebsiteBody>;
+export type StartCrawlInput = Static<typeof StartCrawlBody>;
 
 const WEBSITE_FIELDS = ['rootUrl', 'title', 'crawlDepth', 'maxPages', 'scope', 'propertyId'] as const;
 
@@ -74,7 +67,9 @@ export class CrawlService {
    * Creates a managed website and queues its first crawl, in one transaction. A website with the same
    * normalised root URL and scope already exists → 409 with its websiteId (start a crawl of it instead).
    */
-  async createWebsite(tenantId: string, actor: CreatedBy, input: WebsiteInput): Promise<{ websiteId: string; jobId: string }> {
+  async createWebsite(ctx: Ctx, input: WebsiteInput): Promise<{ websiteId: string; jobId: string }> {
+    const { tenantId } = ctx;
+    const actor = createdByOf(ctx.actor);
     const root = this.checkRoot(input.rootUrl);
     this.checkRules(input.selectionRules, root);
     const propertyId = resolveScope(input);
@@ -118,9 +113,9 @@ export class CrawlService {
   }
 
   /** Admin: creates a website (201 with the website item; its first crawl is queued). */
-  async createWebsiteItem(tenantId: string, actor: CreatedBy, input: WebsiteInput) {
-    const { websiteId } = await this.createWebsite(tenantId, actor, input);
-    return this.websiteItem(tenantId, websiteId);
+  async createWebsiteItem(ctx: Ctx, input: WebsiteInput) {
+    const { websiteId } = await this.createWebsite(ctx, input);
+    return this.websiteItem(ctx.tenantId, websiteId);
   }
 
   /**
@@ -128,13 +123,14 @@ export class CrawlService {
    * of a new website (`rootUrl`, `crawlDepth`, `maxPages`, …). One queued or running crawl per website:
    * another start while one is active is 409 M2M_CONFLICT naming the active job.
    */
-  async start(tenantId: string, actor: CreatedBy, input: StartCrawlInput) {
+  async start(ctx: Ctx, input: StartCrawlInput) {
+    const { tenantId } = ctx;
     if (input.websiteId === undefined) {
       for (const field of ['rootUrl', 'crawlDepth', 'maxPages'] as const) {
         if (input[field] === undefined) throw invalid(`body.${field}`, 'is required when websiteId is absent');
       }
-      const { jobId } = await this.createWebsite(tenantId, actor, input as WebsiteInput);
-      return this.getJob(tenantId, jobId);
+      const { jobId } = await this.createWebsite(ctx, input as WebsiteInput);
+      return this.job(tenantId, jobId);
     }
     for (const field of WEBSITE_FIELDS) {
       if (input[field] !== undefined) throw invalid(`body.${field}`, 'must be absent when websiteId is given (it belongs to the website)');
@@ -152,7 +148,7 @@ export class CrawlService {
       }
       return this.queueCrawl(tx, { id: websiteId, tenantId, rootUrl: website.root_url, crawlDepth: website.crawl_depth, maxPages: website.max_pages });
     });
-    return this.getJob(tenantId, jobId);
+    return this.job(tenantId, jobId);
   }
 
   /** Crawls whose runner job ended without them (it gave up) are failed, and their websites marked failed. */
@@ -167,13 +163,17 @@ export class CrawlService {
   }
 
   /** Recent crawl jobs, newest first: queued and running ones (active, the default) or all. */
-  async listJobs(tenantId: string, query: { limit?: number; status?: 'active' | 'all' }) {
+  async listJobs({ tenantId }: Ctx, query: Static<typeof CrawlListQuery>) {
     await this.reconcile(tenantId);
     const rows = await crawlRepo.list(this.db, tenantId, { limit: query.limit ?? 20, activeOnly: (query.status ?? 'active') === 'active' });
     return { jobs: rows.map(crawlJobView) };
   }
 
-  async getJob(tenantId: string, jobId: string) {
+  async getJob({ tenantId }: Ctx, { jobId }: Static<typeof CrawlJobParams>) {
+    return this.job(tenantId, jobId);
+  }
+
+  private async job(tenantId: string, jobId: string) {
     await this.reconcile(tenantId);
     const row = await crawlRepo.get(this.db, tenantId, jobId);
     if (!row) throw notFound('crawl job');

@@ -1,0 +1,29 @@
+import type { Ctx } from '../context.js';
+import { runIdempotent } from '../http/idempotency.js';
+import { decryptSecret, encryptSecret } from '../secrets.js';
+import type { Services } from '../services.js';
+import { Replayable, type Operation } from './define.js';
+
+export interface Executed {
+  body: unknown;
+  replayed: boolean;
+}
+
+/**
+ * Runs one operation for any surface (REST, MCP): `input` is validated already; `idempotencyKey` is the
+ * caller's key (header or tool field). Creates run under the key in the transaction of their writes.
+ */
+export async function executeOperation(services: Services, operation: Operation, ctx: Ctx, input: Record<string, unknown>, idempotencyKey: string | undefined): Promise<Executed> {
+  if (operation.idempotency?.by === 'create' && idempotencyKey !== undefined) {
+    // The stored answer is sealed: a create's response may hold a secret (a webhook's signing secret).
+    const key = services.keyring.encryptionKey;
+    const stored = await runIdempotent(services.db, services.clock, { tenantId: ctx.tenantId, operation: operation.operationId, key: idempotencyKey, request: input }, async (tx) => ({
+      status: operation.status,
+      body: { sealed: encryptSecret(key, JSON.stringify(await operation.run(services, { ...ctx, tx }, input))) },
+    }));
+    return { body: JSON.parse(decryptSecret(key, stored.body.sealed)), replayed: stored.replayed };
+  }
+  const serviceInput = operation.idempotency?.by === 'service' && idempotencyKey !== undefined ? { ...input, idempotencyKey } : input;
+  const result = await operation.run(services, ctx, serviceInput);
+  return result instanceof Replayable ? { body: result.body, replayed: result.replayed } : { body: result, replayed: false };
+}
