@@ -27,7 +27,7 @@ export interface Tool {
 }
 
 function objectSchema(value: unknown): value is fastJson.ObjectSchema & { type: 'object'; [key: string]: unknown } {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) && (value as { type?: unknown }).type === 'object';
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && 'type' in value && value.type === 'object';
 }
 
 function inputSchema(operation: Operation): Tool['definition']['inputSchema'] {
