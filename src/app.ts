@@ -14,6 +14,7 @@ import { adminRoutes } from './admin/routes.js';
 import { whatsappCallbackRoutes } from './messaging/provider-routes.js';
 import { shareRoutes } from './knowledge/share-routes.js';
 import { migrationsApplied } from './db/migrate.js';
+import { docsRoutes } from './docs/routes.js';
 import { OPERATIONS } from './operations/catalogue.js';
 import { publicDocument } from './operations/openapi.js';
 import { registerOperations } from './operations/rest.js';
@@ -136,6 +137,8 @@ export async function buildApp(services: Services, logger: Logger): Promise<App>
     openapi ??= publicDocument(app.swagger(), OPERATIONS);
     return openapi;
   });
+
+  await app.register(docsRoutes(API_PREFIX));
 
   const limiter = new RateLimiter(config.rateLimitRps, config.rateLimitBurst);
   await app.register(
