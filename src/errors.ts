@@ -12,7 +12,8 @@ export type ErrorCode =
   | 'M2M_RATE_LIMITED'
   | 'M2M_PAYLOAD_TOO_LARGE'
   | 'M2M_UNSUPPORTED_MEDIA_TYPE'
-  | 'M2M_INTERNAL_ERROR';
+  | 'M2M_INTERNAL_ERROR'
+  | 'M2M_UNAVAILABLE';
 
 export const statusOf: Record<ErrorCode, number> = {
   M2M_AUTH_MISSING_CREDENTIALS: 401,
@@ -27,6 +28,7 @@ export const statusOf: Record<ErrorCode, number> = {
   M2M_PAYLOAD_TOO_LARGE: 413,
   M2M_UNSUPPORTED_MEDIA_TYPE: 415,
   M2M_INTERNAL_ERROR: 500,
+  M2M_UNAVAILABLE: 503,
 };
 
 export interface Issue {

@@ -53,7 +53,7 @@ export async function createRuntime(config: Config, options: { clock?: Clock; lo
   if (config.allowPrivateDestinations) {
     log.warn('UNSAFE_ALLOW_PRIVATE_DESTINATIONS is on: webhooks and the crawler may reach private and loopback addresses. Never use this in production.');
   }
-  const services = createServices({ config, db, clock, keyring, log });
+  const services = createServices({ config, db, clock, keyring, log, resolver: options.resolver });
   const app = await buildApp(services, log);
   await services.apiKeys.start();
   const runner = new JobRunner(db, clock, log.child({ component: 'jobs' }), { pollIntervalMs: config.jobPollIntervalMs });

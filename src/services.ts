@@ -19,6 +19,7 @@ import { AssetService } from './knowledge/assets.js';
 import { createBlobStore, type BlobStore } from './knowledge/blob-store.js';
 import { CrawlService } from './knowledge/crawler/service.js';
 import { WebhookService } from './webhooks/service.js';
+import type { Resolver } from './webhooks/ssrf.js';
 
 /** Everything a route, an MCP tool or a worker needs, built once per process. */
 export interface Services {
@@ -45,11 +46,11 @@ export interface Services {
   crawls: CrawlService;
 }
 
-export function createServices(deps: { config: Config; db: Db; clock: Clock; keyring: Keyring; log: Logger }): Services {
-  const { config, db, clock, keyring, log } = deps;
+export function createServices(deps: { config: Config; db: Db; clock: Clock; keyring: Keyring; log: Logger; resolver?: Resolver }): Services {
+  const { config, db, clock, keyring, log, resolver } = deps;
   const apiKeys = new ApiKeyService(db, clock, { cacheTtlMs: config.apiKeyCacheTtlMs });
   const cursors = new Cursors(keyring.signingKey);
-  const webhooks = new WebhookService({ db, clock, keyring, cursors, allowPrivateDestinations: config.allowPrivateDestinations });
+  const webhooks = new WebhookService({ db, clock, keyring, cursors, allowPrivateDestinations: config.allowPrivateDestinations, resolver });
   apiKeys.onChange((tx, change) => webhooks.onApiKeyChanged(tx, change));
   const outbound = new OutboundQueue(config.channelProvider, config.sendMaxAttempts);
   const blobs = createBlobStore(config);

@@ -1,6 +1,7 @@
 import { Ajv, type Options } from 'ajv';
 import * as formats from 'ajv-formats';
 import type { FastifySchema, FastifySchemaCompiler } from 'fastify';
+import { isAcceptedDate, isAcceptedDateTime } from './input-guard.js';
 
 // ajv-formats ships CommonJS; under NodeNext its default export arrives wrapped.
 const addFormats = (formats as unknown as { default: formats.FormatsPlugin }).default;
@@ -11,6 +12,9 @@ const shared: Options = { removeAdditional: false, allErrors: true, useDefaults:
 export function buildAjv(options: Options): Ajv {
   const ajv = new Ajv({ ...shared, ...options });
   addFormats(ajv);
+  // One range for every date-time and date input, whatever schema declares it (see input-guard.ts).
+  ajv.addFormat('date-time', { type: 'string', validate: isAcceptedDateTime });
+  ajv.addFormat('date', { type: 'string', validate: isAcceptedDate });
   return ajv;
 }
 

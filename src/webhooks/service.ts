@@ -12,7 +12,8 @@ import { iso, isoMicros } from '../util/time.js';
 import { EVENT_SCOPES, EVENT_TYPES, WEBHOOKS_CHANNEL, emit, requiredScopesFor, type EventType } from './events.js';
 import { deliveryRepo, subscriptionRepo, type AttemptRow, type DeliveryListRow, type DeliveryRow, type SubscriptionRow } from './repo.js';
 import { newWebhookSecret } from './sign.js';
-import { validateWebhookUrl } from './ssrf.js';
+import { validateWebhookUrl, type Resolver } from './ssrf.js';
+import { destinationRefusal } from './destination-check.js';
 import type { CreateSubscriptionBody, DeliveryListQuery, DeliveryParams, SubscriptionParams, UpdateSubscriptionBody } from './schema.js';
 
 type SubscriptionRef = Static<typeof SubscriptionParams>;
@@ -68,16 +69,22 @@ export interface WebhookServiceDeps {
   keyring: Keyring;
   cursors: Cursors;
   allowPrivateDestinations: boolean;
+  /** DNS for the destination check at create and PATCH (tests inject one). */
+  resolver?: Resolver;
 }
 
 /** Subscriptions, delivery inspection and retry; the rules of who may receive what. */
 export class WebhookService {
   constructor(private readonly deps: WebhookServiceDeps) {}
 
-  private checkUrl(raw: string): { url: string; host: string } {
+  /** The URL's static rules, then where its host resolves now (refused when any answer is non-public). */
+  private async checkUrl(raw: string): Promise<{ url: string; host: string }> {
     const result = validateWebhookUrl(raw, { allowPrivate: this.deps.allowPrivateDestinations });
     if (!result.ok) throw invalid('body.url', result.reason);
-    return { url: result.url.toString(), host: result.url.hostname.toLowerCase() };
+    const host = result.url.hostname.toLowerCase();
+    const refusal = await destinationRefusal(host, { allowPrivate: this.deps.allowPrivateDestinations, resolver: this.deps.resolver });
+    if (refusal) throw invalid('body.url', refusal);
+    return { url: result.url.toString(), host };
   }
 
   private checkEvents(events: string[]): EventType[] {
@@ -99,7 +106,7 @@ export class WebhookService {
   async create(ctx: Ctx, input: Static<typeof CreateSubscriptionBody>) {
     const events = this.checkEvents(input.events);
     const owner = this.checkEventScopes(ctx, events);
-    const { url, host } = this.checkUrl(input.url);
+    const { url, host } = await this.checkUrl(input.url);
     const secret = newWebhookSecret();
     return transactionOf(this.deps.db, ctx, async (tx) => {
       await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`webhook-subscriptions:${ctx.tenantId}`]);
@@ -143,7 +150,7 @@ export class WebhookService {
    */
   async update(ctx: Ctx, { subscriptionId: id, ...patch }: SubscriptionRef & Static<typeof UpdateSubscriptionBody>) {
     const events = patch.events ? this.checkEvents(patch.events) : undefined;
-    const target = patch.url !== undefined ? this.checkUrl(patch.url) : undefined;
+    const target = patch.url !== undefined ? await this.checkUrl(patch.url) : undefined;
     return this.deps.db.transaction(async (tx) => {
       const current = await this.require(tx, ctx.tenantId, id, true);
       const nextEvents = events ?? current.events;
