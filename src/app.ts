@@ -86,13 +86,16 @@ export async function buildApp(services: Services, logger: Logger): Promise<App>
   });
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
-  app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
+  app.get('/readyz', { schema: { hide: true } }, async (request, reply) => {
     try {
       if (await migrationsApplied(services.db)) return { status: 'ready' };
     } catch {
       // reported below
     }
-    return reply.status(503).header('Retry-After', UNAVAILABLE_RETRY_AFTER_SECONDS).send(errorBody('M2M_UNAVAILABLE', 'database unreachable or migrations pending'));
+    return reply
+      .status(503)
+      .header('Retry-After', UNAVAILABLE_RETRY_AFTER_SECONDS)
+      .send(errorBody('M2M_UNAVAILABLE', 'database unreachable or migrations pending', { retryAfterSeconds: UNAVAILABLE_RETRY_AFTER_SECONDS, requestId: request.id }));
   });
 
   let openapi: unknown;

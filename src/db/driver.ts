@@ -155,7 +155,9 @@ function connectionConfig(databaseUrl: string, schema: string, planCacheMode: 'f
 }
 
 function newPool(config: pg.ClientConfig, max: number): pg.Pool {
-  const pool = new pg.Pool({ ...config, max, idleTimeoutMillis: 30_000 });
+  // A database that does not answer (blackholed, not refused) fails a checkout after 10 s (a 503) instead
+  // of holding the request until the kernel gives up on the connection.
+  const pool = new pg.Pool({ ...config, max, idleTimeoutMillis: 30_000, connectionTimeoutMillis: 10_000 });
   // Idle clients can error when the server restarts; the pool replaces them.
   pool.on('error', () => undefined);
   return pool;

@@ -5,7 +5,7 @@ import { ATTEMPT_RESULTS, LIFECYCLE_EVENTS } from './lifecycle.js';
 export const SORT_BY = ['check_in_date', 'booked_at'] as const;
 export const SORT_DIR = ['asc', 'desc'] as const;
 
-const CalendarDate = Type.String({ pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$', description: 'Calendar date YYYY-MM-DD' });
+const CalendarDate = Type.String({ format: 'date', pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$', description: 'Calendar date YYYY-MM-DD' });
 const IntegrationId = Type.String({ minLength: 1, maxLength: 160 });
 const ChannelId = Type.String({ minLength: 1, maxLength: 120 });
 
