@@ -6,6 +6,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { printAbuse, runAbuse, type AbuseResult } from './abuse.js';
 import { runApi, type ApiResult, type Timing } from './api.js';
 import { conversationPlan, printConversations, runConversations, type ConversationsResult } from './conversations.js';
 import { killCrawlChildren, printCrawl, runCrawl, type CrawlSummary } from './crawl.js';
@@ -135,6 +136,7 @@ async function main(): Promise<number> {
   const conversations: ConversationsResult[] = [];
   const knowledge: KnowledgeResult[] = [];
   let crawl: CrawlSummary | undefined;
+  const abuse: AbuseResult[] = [];
   const errors: Array<{ scenario: string; db: DbKind; message: string }> = [];
   const record = async (scenario: string, db: DbKind, fn: () => Promise<void>) => {
     try {
@@ -168,6 +170,9 @@ async function main(): Promise<number> {
         crawl = await runCrawl({ pages: args.quick ? 300 : 500, databaseUrl: db === 'postgres' ? postgresUrl : undefined, log });
       });
     }
+    if (runs('abuse')) {
+      for (const db of dbs) await record('abuse', db, async () => void abuse.push(await runAbuse(db, postgresUrl, timing)));
+    }
   } finally {
     await stopAllChildren();
     const dropped = await dropSchemas();
@@ -179,6 +184,7 @@ async function main(): Promise<number> {
   printConversations(conversations, dbLabel);
   if (knowledge.length > 0) printKnowledge(knowledge);
   if (crawl) printCrawl(crawl);
+  printAbuse(abuse, dbLabel);
   const checks = targets(api, webhooks, args.quick, { conversations, knowledge, crawl });
   printTargets(checks);
   for (const e of errors) console.log(`\nFAILED ${e.scenario} on ${dbLabel(e.db)}: ${e.message.split('\n')[0]} (details above and in .bench/logs/)`);
@@ -203,7 +209,7 @@ async function main(): Promise<number> {
     postgresUrl: postgresUrl ? redact(postgresUrl) : null,
     timing,
   };
-  writeFileSync(file, `${JSON.stringify({ meta, api, webhooks, conversations, knowledge, crawl: crawl ?? null, targets: checks, errors }, null, 2)}\n`);
+  writeFileSync(file, `${JSON.stringify({ meta, api, webhooks, conversations, knowledge, crawl: crawl ?? null, abuse, targets: checks, errors }, null, 2)}\n`);
   console.log(`\nresults written to ${path.relative(process.cwd(), file)} (child logs in .bench/logs/); total ${meta.seconds} s`);
   return errors.length > 0 ? 1 : 0;
 }

@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { DomainError, errorBody } from './errors.js';
 import { clientErrorHandler, requestIdOf, sendError } from './http/edge-errors.js';
 import { applyRouteLimits, inputGuardHook } from './http/input-guard.js';
+import { applyServerLimits, SERVER_LIMITS } from './http/server-limits.js';
 import { authenticateHook } from './http/auth.js';
 import { RateLimiter } from './http/rate-limit.js';
 import { lazyChild } from './util/lazy-logger.js';
@@ -40,6 +41,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<App>
     loggerInstance: logger as FastifyBaseLogger,
     childLoggerFactory: (parent, bindings, options) => lazyChild(parent, bindings, options),
     bodyLimit: 1024 * 1024,
+    requestTimeout: SERVER_LIMITS.requestTimeoutMs,
     genReqId: (req) => requestIdOf(req.headers['x-request-id']),
     // Router and HTTP-parser refusals answer the error envelope too (src/http/edge-errors.ts).
     frameworkErrors: sendError,
@@ -49,6 +51,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<App>
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  applyServerLimits(app.server);
   // JSON only: anything else is 415 rather than a string body that fails validation confusingly.
   app.removeContentTypeParser('text/plain');
   app.setValidatorCompiler(validatorCompiler());
