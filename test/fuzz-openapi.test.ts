@@ -13,9 +13,9 @@ import { seedTenant, tenantFingerprint, type FuzzTenant } from './helpers/fuzz/w
 // properties, deep nesting, non-JSON), and checks: never a 5xx; X-Request-Id always; the error envelope on
 // every 4xx; a refused write leaves every row of the caller's tenant as it was; a request naming another
 // tenant's id is never a success and never changes that tenant's rows.
-// `npm test` runs a fixed seed and FUZZ_RUNS (default 12) cases per operation; `npm run fuzz` a random seed.
+// `npm test` runs a fixed seed and FUZZ_RUNS (default 8) cases per operation; `npm run fuzz` a random seed.
 
-const RUNS = Number(process.env.FUZZ_RUNS ?? 12);
+const RUNS = Number(process.env.FUZZ_RUNS ?? 8);
 const SEED = process.env.FUZZ_SEED === 'random' ? Date.now() % 2 ** 31 : Number(process.env.FUZZ_SEED ?? 17);
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
