@@ -73,6 +73,12 @@ interface Item {
   depth: number;
 }
 
+interface InFlight {
+  result: Promise<Result>;
+  /** Counted against maxPages while in flight (the page is predicted enabled). */
+  reserves: boolean;
+}
+
 type Result =
   | { kind: 'page'; item: Item; final: URL; hops: string[]; page: ExtractedPage }
   | { kind: 'failed'; item: Item; failure: PageFailure }
@@ -134,31 +140,52 @@ export class SiteCrawler {
     });
     for (const url of listed) await this.enqueue(cleanUrl(url), 1);
 
-    const window: Array<Promise<Result>> = [];
+    const window: InFlight[] = [];
     const windowSize = this.opts.concurrencyPerHost * 2 + 2;
     let next = 0;
     let launched = 0;
+    // Requests in flight that may still become a stored page (all of them), or an enabled one (those predicted enabled).
+    let reservedEnabled = 0;
     try {
       for (;;) {
         if (this.enabledCount >= this.settings.maxPages || this.storedCount >= PAGE_CAP) break;
         while (window.length < windowSize && next < this.queue.length && launched < fetchBudget) {
-          const item = this.queue[next++];
-          if (this.stored.has(item.key)) continue;
+          const item = this.queue[next];
+          if (this.stored.has(item.key)) {
+            next += 1;
+            continue;
+          }
+          // Never fetch ahead past what may still be stored: every request in flight could end up a stored page.
+          const reserves = this.predictEnabled(item);
+          if (this.storedCount + window.length >= PAGE_CAP) break;
+          if (reserves && this.enabledCount + reservedEnabled >= this.settings.maxPages) break;
+          next += 1;
           launched += 1;
-          window.push(this.fetchPage(item));
+          if (reserves) reservedEnabled += 1;
+          window.push({ result: this.fetchPage(item), reserves });
         }
         const head = window.shift();
         if (!head) break;
-        await this.consume(await head, sink);
+        const result = await head.result;
+        if (head.reserves) reservedEnabled -= 1;
+        await this.consume(result, sink);
         this.signal.throwIfAborted();
       }
     } finally {
-      // Pages fetched ahead of a reached limit are not wanted.
+      // Requests still in flight (a crawl that ends early, on a limit or an error) are not wanted.
       this.stopper.abort(new Error('crawl finished'));
-      await Promise.allSettled(window);
+      await Promise.allSettled(window.map((w) => w.result));
     }
     this.opts.signal?.throwIfAborted();
     return this.storedCount;
+  }
+
+  /**
+   * Whether the page at this URL will count against maxPages, judged by its URL before it is fetched (its
+   * canonical URL, known only after, may still change that: such a page is dropped if maxPages is reached).
+   */
+  private predictEnabled(item: Item): boolean {
+    return isEnabled({ url: item.key, canonicalUrl: item.key, path: pathOf(item.url) }, this.settings.rules, this.settings.defaultEnabled, this.settings.root);
   }
 
   private robotsFor(url: URL): Promise<RobotsPolicy> {

@@ -1,0 +1,62 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestApp, type TestApp } from './helpers/app.js';
+import { html, page, prose, startSite, type FixtureSite, type Routes } from './fixtures/site/server.js';
+import { finished, websiteItem, type JobBody } from './fixtures/site/helpers.js';
+
+let app: TestApp;
+const sites: FixtureSite[] = [];
+let tenant: { tenantId: string; key: string };
+
+before(async () => {
+  app = await startTestApp({
+    env: { UNSAFE_ALLOW_PRIVATE_DESTINATIONS: 'true', CRAWL_FETCH_TIMEOUT_MS: '2000', CRAWL_CONCURRENCY_PER_HOST: '4' },
+    startWorkers: true,
+  });
+  tenant = await app.tenantWithKey(['knowledge:write']);
+});
+after(async () => {
+  await app.close();
+  await Promise.all(sites.map((s) => s.close()));
+});
+
+/** A site whose root links to `n` pages /p0 … /p(n-1); `extra` adds or replaces routes. */
+async function linkedSite(n: number, extra: Routes = {}) {
+  const links = Array.from({ length: n }, (_, i) => `/p${i}`);
+  const routes: Routes = { '/': html(page('Home', prose('Home'), links)) };
+  links.forEach((path, i) => (routes[path] = html(page(`Page ${i}`, prose(`Topic number ${i}`)))));
+  Object.assign(routes, extra);
+  const site = await startSite(routes);
+  sites.push(site);
+  return site;
+}
+
+async function crawl(body: Record<string, unknown>) {
+  const res = await app.api(tenant.key, 'POST', '/knowledge/url/crawl', body);
+  assert.equal(res.statusCode, 202, res.body);
+  return finished(app, tenant.key, (res.json().job as JobBody).jobId);
+}
+
+/** Requests for pages (robots.txt and sitemaps aside). */
+const pageRequests = (site: FixtureSite) => site.paths().filter((p) => p !== '/robots.txt' && p !== '/sitemap.xml');
+
+test('never over-fetch: maxPages 5 on a 30-page site requests 5 pages plus the ones that could not be stored', async () => {
+  const site = await linkedSite(30, { '/p1': { status: 404, body: 'gone' }, '/p3': { status: 500, body: 'boom' } });
+  const { job, failedPages } = await crawl({ rootUrl: `${site.origin}/`, crawlDepth: 2, maxPages: 5 });
+  assert.equal(job.status, 'completed', JSON.stringify(job));
+  assert.equal(job.snapshotPages, 5);
+  const requested = pageRequests(site);
+  assert.ok(failedPages.length >= 2, JSON.stringify(failedPages));
+  assert.equal(requested.length, 5 + failedPages.length, `requested ${requested.join(' ')}; failed ${failedPages.map((f) => f.url).join(' ')}`);
+  assert.equal(new Set(requested).size, requested.length, 'no page requested twice');
+
+  // Disabled pages do not count against maxPages, and are requested only as stored (disabled) pages.
+  site.requests.length = 0;
+  const { job: second } = await crawl({ websiteId: job.websiteId, selectionRules: [{ kind: 'page', key: '/p0', enabled: false }] });
+  assert.equal(second.status, 'completed', JSON.stringify(second));
+  const item = await websiteItem(app, tenant.key, job.websiteId);
+  assert.equal(item.enabledPages, 5);
+  assert.equal(item.totalPages, 6, 'the disabled /p0 is kept beside five enabled pages');
+  const failed = (await app.api(tenant.key, 'GET', `/knowledge/url/crawl/${second.jobId}`)).json().failedPages as unknown[];
+  assert.equal(pageRequests(site).length, 6 + failed.length);
+});
