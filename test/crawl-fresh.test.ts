@@ -60,3 +60,25 @@ test('never over-fetch: maxPages 5 on a 30-page site requests 5 pages plus the o
   const failed = (await app.api(tenant.key, 'GET', `/knowledge/url/crawl/${second.jobId}`)).json().failedPages as unknown[];
   assert.equal(pageRequests(site).length, 6 + failed.length);
 });
+
+test('changes: a completed crawl counts new, changed, same and removed pages and lists the changed ones', async () => {
+  const site = await linkedSite(4);
+  const first = await crawl({ rootUrl: `${site.origin}/`, crawlDepth: 1, maxPages: 20 });
+  assert.equal(first.job.status, 'completed', JSON.stringify(first.job));
+  assert.deepEqual(first.job.changes, { new: 5, changed: 0, same: 0, removed: 0 }, 'a first crawl: every page is new');
+  assert.deepEqual(first.changedPages.map((p) => p.changeStatus), ['new', 'new', 'new', 'new', 'new']);
+
+  site.routes['/p1'] = html(page('Page 1', prose('Topic number 1, now renovated')));
+  site.routes['/p2'] = { status: 404, body: 'gone' };
+  site.routes['/'] = html(page('Home', prose('Home'), ['/p0', '/p1', '/p2', '/p3', '/p4']));
+  site.routes['/p4'] = html(page('Page 4', prose('A brand new page')));
+  const second = await crawl({ websiteId: first.job.websiteId });
+  assert.equal(second.job.status, 'completed', JSON.stringify(second.job));
+  // The root lists its links in its text: a new link changes it.
+  assert.deepEqual(second.job.changes, { new: 1, changed: 2, same: 2, removed: 1 });
+  const byPath = Object.fromEntries(second.changedPages.map((p) => [new URL(p.url).pathname, p.changeStatus]));
+  assert.deepEqual(byPath, { '/': 'changed', '/p1': 'changed', '/p2': 'removed', '/p4': 'new' });
+  const item = await websiteItem(app, tenant.key, first.job.websiteId);
+  assert.deepEqual((item.latestJob as JobBody).changes, second.job.changes, 'the website item carries the job with its changes');
+  for (const p of item.pages) assert.deepEqual(Object.keys(p).sort(), ['canonicalUrl', 'chunkCount', 'displayOrder', 'enabled', 'path', 'sourceId', 'tokens', 'updatedAt', 'url']);
+});

@@ -1,4 +1,6 @@
+import type { Static } from 'typebox';
 import type { Queryable } from '../../db/driver.js';
+import type { ChangedPage, CrawlChanges } from './schema.js';
 
 export type CrawlStatus = 'queued' | 'running' | 'completed' | 'failed';
 export type CrawlPhase = 'queued' | 'crawling' | 'embedding' | 'finalizing';
@@ -26,6 +28,9 @@ export interface CrawlJobRow {
   error_code: string | null;
   error_message: string | null;
   run_attempt: number;
+  changes: Static<typeof CrawlChanges> | null;
+  changed_pages: Array<Static<typeof ChangedPage>>;
+  scheduled: boolean;
   created_at: Date;
   started_at: Date | null;
   completed_at: Date | null;
@@ -178,11 +183,17 @@ export const crawlRepo = {
     return rows.length > 0;
   },
 
-  async complete(db: Queryable, id: string, attempt: number, result: { chunks: number; snapshotPages: number; now: Date }): Promise<boolean> {
+  async complete(
+    db: Queryable,
+    id: string,
+    attempt: number,
+    result: { chunks: number; snapshotPages: number; changes: CrawlJobRow['changes']; changedPages: CrawlJobRow['changed_pages']; now: Date },
+  ): Promise<boolean> {
     const rows = await db.query(
-      `UPDATE knowledge_crawl_jobs SET status = 'completed', phase = 'finalizing', chunks = $3, snapshot_pages = $4, completed_at = $5, updated_at = $5
+      `UPDATE knowledge_crawl_jobs SET status = 'completed', phase = 'finalizing', chunks = $3, snapshot_pages = $4, completed_at = $5, updated_at = $5,
+         changes = $6::jsonb, changed_pages = $7::jsonb
        WHERE id = $1 AND run_attempt = $2 AND status = 'running' RETURNING id`,
-      [id, attempt, result.chunks, result.snapshotPages, result.now],
+      [id, attempt, result.chunks, result.snapshotPages, result.now, JSON.stringify(result.changes), JSON.stringify(result.changedPages)],
     );
     return rows.length > 0;
   },

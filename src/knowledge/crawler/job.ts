@@ -1,5 +1,6 @@
 import type { Db } from '../../db/driver.js';
 import { LeaseLostError, type ClaimedJob, type JobContext, type JobRunner } from '../../jobs/runner.js';
+import { compareGenerations } from './changes.js';
 import { crawlRepo, type CrawlJobRow, type CrawlWebsite } from './crawl-repo.js';
 import { CrawlAbort, SiteCrawler, type CrawlerOptions } from './crawler.js';
 import { EmbeddingError, type Embedder } from './embedder.js';
@@ -65,6 +66,8 @@ async function finalize(deps: CrawlJobDeps, ctx: JobContext, crawl: CrawlJobRow,
     if (!website) throw new CrawlAbort('website_missing', 'the website no longer exists');
     const root = new URL(website.root_url);
     const pages = await snapshotRepo.pages(tx, crawl.generation_id);
+    const previous = website.current_generation_id ? await snapshotRepo.pages(tx, website.current_generation_id) : [];
+    const { changes, changedPages } = compareGenerations(previous, pages);
     const flips: Record<'on' | 'off', string[]> = { on: [], off: [] };
     let chunks = 0;
     let enabledChunks = 0;
@@ -85,7 +88,7 @@ async function finalize(deps: CrawlJobDeps, ctx: JobContext, crawl: CrawlJobRow,
     }
     await snapshotRepo.setEnabled(tx, flips.on, true, now);
     await snapshotRepo.setEnabled(tx, flips.off, false, now);
-    if (!(await crawlRepo.complete(tx, crawl.id, attempt, { chunks, snapshotPages: pages.length, now }))) throw new LeaseLostError(runnerJobId);
+    if (!(await crawlRepo.complete(tx, crawl.id, attempt, { chunks, snapshotPages: pages.length, changes, changedPages, now }))) throw new LeaseLostError(runnerJobId);
     await snapshotRepo.promote(tx, website.id, crawl.generation_id, now);
     await snapshotRepo.finishWebsite(tx, { id: website.id, sourceId: website.source_id }, crawl.generation_id, { chunks: enabledChunks, tokens: enabledTokens }, now);
     await ctx.completeIn(tx);

@@ -10,6 +10,17 @@ const Count = Type.Integer({ minimum: 0 });
 export const CRAWL_STATUSES = ['queued', 'running', 'completed', 'failed'] as const;
 export const CRAWL_PHASES = ['queued', 'crawling', 'embedding', 'finalizing'] as const;
 
+/** A completed crawl's pages against the previous current generation, by canonical URL and text hash. */
+export const CrawlChanges = Type.Object(
+  { new: Count, changed: Count, same: Count, removed: Count },
+  { ...closed, description: "Pages against the previous current generation (by canonical URL and text hash); set once the crawl completed" },
+);
+
+export const ChangedPage = Type.Object(
+  { url: Type.String({ maxLength: 2048 }), changeStatus: StringEnum(['new', 'changed', 'removed']) },
+  closed,
+);
+
 export const KnowledgeCrawlJob = Type.Object(
   {
     jobId: Id,
@@ -31,6 +42,7 @@ export const KnowledgeCrawlJob = Type.Object(
     completedAt: Type.Optional(Stamp),
     updatedAt: Stamp,
     snapshotPages: Type.Optional(Count),
+    changes: Type.Optional(CrawlChanges),
   },
   { $id: 'KnowledgeCrawlJob', ...closed },
 );
@@ -46,6 +58,9 @@ export const CrawlJobEnvelope = Type.Object(
     job: Ref(KnowledgeCrawlJob),
     failedPages: Type.Optional(
       Type.Array(FailedPage, { maxItems: 100, description: 'Pages of this crawl that could not be stored (at most 100), with the reason' }),
+    ),
+    changedPages: Type.Optional(
+      Type.Array(ChangedPage, { maxItems: 500, description: 'New, changed and removed pages of a completed crawl (at most 500); empty before it completes' }),
     ),
   },
   closed,

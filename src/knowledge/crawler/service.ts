@@ -177,6 +177,6 @@ export class CrawlService {
     await this.reconcile(tenantId);
     const row = await crawlRepo.get(this.db, tenantId, jobId);
     if (!row) throw notFound('crawl job');
-    return { job: crawlJobView(row), failedPages: row.failed_pages };
+    return { job: crawlJobView(row), failedPages: row.failed_pages, changedPages: row.changed_pages };
   }
 }

@@ -16,7 +16,7 @@ export interface NewPage {
   tokens: number;
 }
 
-export type SnapshotPage = Pick<PageRow, 'id' | 'url' | 'canonical_url' | 'path' | 'enabled' | 'chunk_count' | 'tokens'>;
+export type SnapshotPage = Pick<PageRow, 'id' | 'url' | 'canonical_url' | 'path' | 'enabled' | 'chunk_count' | 'tokens'> & { content_hash: string | null };
 
 export interface ReusablePage {
   id: string;
@@ -116,7 +116,7 @@ export const snapshotRepo = {
 
   async pages(db: Queryable, generationId: string): Promise<SnapshotPage[]> {
     return db.query<SnapshotPage>(
-      `SELECT id, url, canonical_url, path, enabled, chunk_count, tokens FROM knowledge_sources
+      `SELECT id, url, canonical_url, path, enabled, chunk_count, tokens, content_hash FROM knowledge_sources
        WHERE website_generation_id = $1 AND kind = 'website_page' ORDER BY display_order`,
       [generationId],
     );
