@@ -1,6 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestApp, type TestApp } from './helpers/app.js';
+import { eventually, startTestApp, type TestApp } from './helpers/app.js';
+import { startReceiver } from './helpers/receiver.js';
 import { html, page, prose, startSite, type FixtureSite, type Routes } from './fixtures/site/server.js';
 import { finished, websiteItem, type JobBody } from './fixtures/site/helpers.js';
 
@@ -13,7 +14,7 @@ before(async () => {
     env: { UNSAFE_ALLOW_PRIVATE_DESTINATIONS: 'true', CRAWL_FETCH_TIMEOUT_MS: '2000', CRAWL_CONCURRENCY_PER_HOST: '4' },
     startWorkers: true,
   });
-  tenant = await app.tenantWithKey(['knowledge:write']);
+  tenant = await app.tenantWithKey(['knowledge:write', 'webhooks:write']);
 });
 after(async () => {
   await app.close();
@@ -81,4 +82,43 @@ test('changes: a completed crawl counts new, changed, same and removed pages and
   const item = await websiteItem(app, tenant.key, first.job.websiteId);
   assert.deepEqual((item.latestJob as JobBody).changes, second.job.changes, 'the website item carries the job with its changes');
   for (const p of item.pages) assert.deepEqual(Object.keys(p).sort(), ['canonicalUrl', 'chunkCount', 'displayOrder', 'enabled', 'path', 'sourceId', 'tokens', 'updatedAt', 'url']);
+});
+
+test('events: knowledge.crawl.completed (with changes) and knowledge.crawl.failed, delivered as webhooks', async () => {
+  const receiver = await startReceiver();
+  try {
+    const subscription = await app.api(tenant.key, 'POST', '/webhooks', { url: receiver.url, events: ['knowledge.crawl.completed', 'knowledge.crawl.failed'] });
+    assert.equal(subscription.statusCode, 201, subscription.body);
+    const site = await linkedSite(2);
+    const done = await crawl({ rootUrl: `${site.origin}/`, crawlDepth: 1, maxPages: 10 });
+    assert.equal(done.job.status, 'completed');
+    site.routes['/robots.txt'] = { status: 503, body: 'down' };
+    const failed = await crawl({ websiteId: done.job.websiteId });
+    assert.equal(failed.job.status, 'failed');
+
+    const events = await eventually(async () => {
+      const bodies = receiver.received.map((r) => JSON.parse(r.body) as { type: string; tenantId: string; data: Record<string, unknown> });
+      const mine = bodies.filter((b) => b.data.websiteId === done.job.websiteId);
+      return mine.length >= 2 ? mine : undefined;
+    }, 15_000, 'two crawl events');
+    const completed = events.find((e) => e.type === 'knowledge.crawl.completed')!;
+    assert.equal(completed.tenantId, tenant.tenantId);
+    assert.deepEqual(completed.data, {
+      jobId: done.job.jobId,
+      websiteId: done.job.websiteId,
+      websiteGenerationId: done.job.websiteGenerationId,
+      status: 'completed',
+      changes: { new: 3, changed: 0, same: 0, removed: 0 },
+    });
+    const failure = events.find((e) => e.type === 'knowledge.crawl.failed')!;
+    assert.deepEqual(failure.data, { jobId: failed.job.jobId, websiteId: done.job.websiteId, websiteGenerationId: failed.job.websiteGenerationId, status: 'failed' });
+
+    const types = (await app.api(tenant.key, 'GET', '/webhooks')).json();
+    assert.ok(JSON.stringify(types).includes('knowledge.crawl.completed'));
+    const reader = await app.tenantWithKey(['webhooks:write']);
+    const refused = await app.api(reader.key, 'POST', '/webhooks', { url: receiver.url, events: ['knowledge.crawl.failed'] });
+    assert.equal(refused.statusCode, 403, 'a key without knowledge:read cannot subscribe to crawl events');
+  } finally {
+    await receiver.close();
+  }
 });

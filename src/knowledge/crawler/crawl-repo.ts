@@ -137,17 +137,27 @@ export const crawlRepo = {
     );
   },
 
+  /** Whether failOrphans would fail anything (a read, so that reads of crawl jobs stay one statement). */
+  async hasOrphans(db: Queryable, tenantId: string): Promise<boolean> {
+    const rows = await db.query(
+      `SELECT 1 FROM knowledge_crawl_jobs c WHERE c.tenant_id = $1 AND ${ACTIVE} AND NOT EXISTS (
+         SELECT 1 FROM jobs j WHERE j.id = c.runner_job_id AND j.state IN ('queued', 'running')) LIMIT 1`,
+      [tenantId],
+    );
+    return rows.length > 0;
+  },
+
   /**
    * Fails the tenant's queued/running crawls whose runner job is gone or finished (it gave up, or was purged):
    * such a crawl will never run again, so it must not look alive. Returns the crawls' websites and staging generations.
    */
-  async failOrphans(db: Queryable, tenantId: string, now: Date): Promise<Array<{ website_id: string; generation_id: string }>> {
-    return db.query<{ website_id: string; generation_id: string }>(
+  async failOrphans(db: Queryable, tenantId: string, now: Date): Promise<Array<Pick<CrawlJobRow, 'id' | 'tenant_id' | 'website_id' | 'generation_id'>>> {
+    return db.query<Pick<CrawlJobRow, 'id' | 'tenant_id' | 'website_id' | 'generation_id'>>(
       `UPDATE knowledge_crawl_jobs c SET status = 'failed', error_code = 'crawl_lost',
          error_message = 'the worker running this crawl gave up on it; start a new crawl', completed_at = $2, updated_at = $2
        WHERE c.tenant_id = $1 AND ${ACTIVE} AND NOT EXISTS (
          SELECT 1 FROM jobs j WHERE j.id = c.runner_job_id AND j.state IN ('queued', 'running'))
-       RETURNING c.website_id, c.generation_id`,
+       RETURNING c.id, c.tenant_id, c.website_id, c.generation_id`,
       [tenantId, now],
     );
   },

@@ -1,6 +1,7 @@
 import type { Db } from '../../db/driver.js';
 import { LeaseLostError, type ClaimedJob, type JobContext, type JobRunner } from '../../jobs/runner.js';
 import { compareGenerations } from './changes.js';
+import { emitCrawlCompleted, emitCrawlFailed } from './crawl-events.js';
 import { crawlRepo, type CrawlJobRow, type CrawlWebsite } from './crawl-repo.js';
 import { CrawlAbort, SiteCrawler, type CrawlerOptions } from './crawler.js';
 import { EmbeddingError, type Embedder } from './embedder.js';
@@ -33,6 +34,7 @@ async function failCrawl(deps: CrawlJobDeps, ctx: JobContext, crawl: CrawlJobRow
     if (await crawlRepo.fail(tx, crawl.id, { code, message, now })) {
       await snapshotRepo.discard(tx, crawl.generation_id, true);
       await snapshotRepo.setWebsiteStatus(tx, crawl.website_id, 'failed', now);
+      await emitCrawlFailed(tx, now, crawl);
     }
     await ctx.completeIn(tx);
   });
@@ -91,6 +93,7 @@ async function finalize(deps: CrawlJobDeps, ctx: JobContext, crawl: CrawlJobRow,
     if (!(await crawlRepo.complete(tx, crawl.id, attempt, { chunks, snapshotPages: pages.length, changes, changedPages, now }))) throw new LeaseLostError(runnerJobId);
     await snapshotRepo.promote(tx, website.id, crawl.generation_id, now);
     await snapshotRepo.finishWebsite(tx, { id: website.id, sourceId: website.source_id }, crawl.generation_id, { chunks: enabledChunks, tokens: enabledTokens }, now);
+    await emitCrawlCompleted(tx, now, crawl, changes);
     await ctx.completeIn(tx);
   });
 }

@@ -10,6 +10,7 @@ import { createdByOf, requireProperty, resolveScope } from '../common.js';
 import { sourceRepo } from '../repo.js';
 import { websiteView } from '../views.js';
 import { websiteRepo } from '../website-repo.js';
+import { emitCrawlFailed } from './crawl-events.js';
 import { crawlRepo } from './crawl-repo.js';
 import { CRAWL_RUNNER_ATTEMPTS, TASK_CRAWL } from './job.js';
 import { ruleProblem, type SelectionRule } from './selection.js';
@@ -153,13 +154,15 @@ export class CrawlService {
 
   /** Crawls whose runner job ended without them (it gave up) are failed, and their websites marked failed. */
   private async reconcile(tenantId: string): Promise<void> {
+    if (!(await crawlRepo.hasOrphans(this.db, tenantId))) return;
     const now = this.clock.now();
-    for (const orphan of await crawlRepo.failOrphans(this.db, tenantId, now)) {
-      await this.db.transaction(async (tx) => {
+    await this.db.transaction(async (tx) => {
+      for (const orphan of await crawlRepo.failOrphans(tx, tenantId, now)) {
         await snapshotRepo.discard(tx, orphan.generation_id, true);
         await snapshotRepo.setWebsiteStatus(tx, orphan.website_id, 'failed', now);
-      });
-    }
+        await emitCrawlFailed(tx, now, orphan);
+      }
+    });
   }
 
   /** Recent crawl jobs, newest first: queued and running ones (active, the default) or all. */
