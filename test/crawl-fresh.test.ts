@@ -122,3 +122,51 @@ test('events: knowledge.crawl.completed (with changes) and knowledge.crawl.faile
     await receiver.close();
   }
 });
+
+/** A route that answers with an ETag (and Last-Modified) and 304 to a request that sends them back. */
+function validated(body: string, etag: string, lastModified?: string, seen?: string[]): Routes[string] {
+  return (req) => {
+    const conditional = req.headers['if-none-match'] ?? req.headers['if-modified-since'];
+    if (conditional) seen?.push(`${req.url} ${String(conditional)}`);
+    if (req.headers['if-none-match'] === etag || (lastModified && req.headers['if-modified-since'] === lastModified)) return { status: 304, headers: { etag } };
+    return { headers: { 'content-type': 'text/html; charset=utf-8', etag, ...(lastModified ? { 'last-modified': lastModified } : {}) }, body };
+  };
+}
+
+test('conditional recrawl: If-None-Match / If-Modified-Since from the previous answer; 304 is same and its links are still followed', async () => {
+  const seen: string[] = [];
+  const stamp = 'Wed, 21 Oct 2025 07:28:00 GMT';
+  const routes: Routes = {
+    '/': validated(page('Home', prose('Home'), ['/a', '/b']), '"root-1"', undefined, seen),
+    '/a': validated(page('A', prose('Page A'), ['/a/deep']), '"a-1"', undefined, seen),
+    '/a/deep': validated(page('Deep', prose('Deep page')), '"deep-1"', undefined, seen),
+    '/b': validated(page('B', prose('Page B')), '"b-1"', stamp, seen),
+  };
+  const site = await startSite(routes);
+  sites.push(site);
+  const first = await crawl({ rootUrl: `${site.origin}/`, crawlDepth: 2, maxPages: 10 });
+  assert.equal(first.job.status, 'completed', JSON.stringify(first));
+  assert.equal(first.job.snapshotPages, 4);
+  assert.deepEqual(seen, [], 'a first crawl asks unconditionally');
+
+  const second = await crawl({ websiteId: first.job.websiteId });
+  assert.equal(second.job.status, 'completed', JSON.stringify(second));
+  assert.deepEqual(second.job.changes, { new: 0, changed: 0, same: 4, removed: 0 });
+  assert.equal(second.job.progress.chunksEmbedded, 0);
+  assert.deepEqual(second.changedPages, []);
+  assert.deepEqual(seen.sort(), ['/ "root-1"', '/a "a-1"', '/a/deep "deep-1"', '/b "b-1"'].sort(), 'every page asked with its validator');
+  const item = await websiteItem(app, tenant.key, first.job.websiteId);
+  assert.deepEqual(item.pages.map((p) => p.path), ['/', '/a', '/b', '/a/deep'], 'links of 304 pages were followed, in the same order');
+  assert.equal(item.chunkCount, first.job.chunks);
+  const titles = await app.runtime.services.db.query<{ title: string }>(
+    `SELECT title FROM knowledge_sources WHERE website_generation_id = $1 ORDER BY display_order`, [second.job.websiteGenerationId]);
+  assert.deepEqual(titles.map((t) => t.title), ['Home', 'A', 'B', 'Deep'], 'an unread page keeps its title');
+
+  site.routes['/a'] = validated(page('A', prose('Page A, renovated'), ['/a/deep']), '"a-2"', undefined, seen);
+  site.routes['/b'] = validated(page('B', prose('Page B')), '"b-2"', undefined, seen);
+  seen.length = 0;
+  const third = await crawl({ websiteId: first.job.websiteId });
+  assert.deepEqual(third.job.changes, { new: 0, changed: 1, same: 3, removed: 0 }, '/b answered 200 with the same text: same');
+  assert.deepEqual(third.changedPages.map((p) => new URL(p.url).pathname), ['/a']);
+  assert.ok(seen.includes(`/b ${stamp}`) || seen.includes('/b "b-1"'));
+});

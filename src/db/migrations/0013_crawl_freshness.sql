@@ -11,7 +11,7 @@ ALTER TABLE knowledge_crawl_jobs ADD COLUMN scheduled boolean NOT NULL DEFAULT f
 -- a recrawl asks with If-None-Match / If-Modified-Since and, on 304, reuses the page and its links unread.
 ALTER TABLE knowledge_sources ADD COLUMN http_etag text;
 ALTER TABLE knowledge_sources ADD COLUMN http_last_modified text;
-ALTER TABLE knowledge_sources ADD COLUMN followed_links text[];
+ALTER TABLE knowledge_sources ADD COLUMN followed_links jsonb;
 
 -- Recrawl schedule: every recrawl_interval_hours (null: never by itself). next_crawl_at is when the workers
 -- start the next one (spread by a per-website offset); failed_crawls counts scheduled crawls failed in a row.

@@ -37,6 +37,11 @@ export interface Answer {
   contentType?: string;
   /** The body of a 2xx answer whose content type was accepted. */
   body?: Buffer;
+  /** Validators a later conditional request sends back (ETag, Last-Modified), as sent. */
+  etag?: string;
+  lastModified?: string;
+  /** Retry-After of a 429 or 503, as sent. */
+  retryAfter?: string;
 }
 
 function header(value: string | string[] | undefined): string | undefined {
@@ -81,7 +86,7 @@ export class CrawlFetcher {
    * at maxBytes); any other answer comes back without one. No answer at all throws CrawlFetchError; the
    * caller's `signal` aborting rethrows its reason.
    */
-  async get(url: URL, accept: (contentType: string) => boolean, acceptHeader: string, signal?: AbortSignal): Promise<Answer> {
+  async get(url: URL, accept: (contentType: string) => boolean, acceptHeader: string, signal?: AbortSignal, extraHeaders?: Record<string, string>): Promise<Answer> {
     const deadline = AbortSignal.timeout(this.opts.timeoutMs);
     const combined = signal ? AbortSignal.any([signal, deadline]) : deadline;
     let body: Readable | undefined;
@@ -89,21 +94,23 @@ export class CrawlFetcher {
       const res = await request(url, {
         dispatcher: this.agent,
         method: 'GET',
-        headers: { 'user-agent': this.opts.userAgent, accept: acceptHeader, 'accept-encoding': 'gzip, deflate, br' },
+        headers: { ...extraHeaders, 'user-agent': this.opts.userAgent, accept: acceptHeader, 'accept-encoding': 'gzip, deflate, br' },
         signal: combined,
       });
       body = res.body;
       const status = res.statusCode;
       const contentType = header(res.headers['content-type']);
+      const validators = { etag: header(res.headers.etag), lastModified: header(res.headers['last-modified']) };
+      // A 304's (empty) body and any other 3xx body are never read.
       if (status >= 300 && status < 400) {
         body.on('error', () => undefined).destroy();
-        return { status, location: header(res.headers.location), contentType };
+        return { status, location: header(res.headers.location), contentType, ...validators };
       }
       if (status < 200 || status >= 300 || !accept(contentType ?? '')) {
         body.on('error', () => undefined).destroy();
-        return { status, contentType };
+        return { status, contentType, retryAfter: header(res.headers['retry-after']) };
       }
-      return { status, contentType, body: await this.read(body, header(res.headers['content-encoding'])) };
+      return { status, contentType, ...validators, body: await this.read(body, header(res.headers['content-encoding'])) };
     } catch (error) {
       body?.on('error', () => undefined).destroy();
       if (signal?.aborted) throw signal.reason ?? error;

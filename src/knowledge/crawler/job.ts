@@ -3,10 +3,10 @@ import { LeaseLostError, type ClaimedJob, type JobContext, type JobRunner } from
 import { compareGenerations } from './changes.js';
 import { emitCrawlCompleted, emitCrawlFailed } from './crawl-events.js';
 import { crawlRepo, type CrawlJobRow, type CrawlWebsite } from './crawl-repo.js';
-import { CrawlAbort, SiteCrawler, type CrawlerOptions } from './crawler.js';
+import { CrawlAbort, SiteCrawler, type CrawlerOptions, type PreviousPage } from './crawler.js';
 import { EmbeddingError, type Embedder } from './embedder.js';
 import { isEnabled } from './selection.js';
-import { snapshotRepo } from './snapshot-repo.js';
+import { snapshotRepo, type ReusablePage } from './snapshot-repo.js';
 import { pageKey } from './url.js';
 import { SnapshotWriter } from './writer.js';
 
@@ -98,6 +98,25 @@ async function finalize(deps: CrawlJobDeps, ctx: JobContext, crawl: CrawlJobRow,
   });
 }
 
+/**
+ * Pages a recrawl asks for conditionally, by the page key they were stored at: those whose chunks it can
+ * reuse, with a validator to send and their followed links kept (pages stored before links were kept have none).
+ */
+function previousPages(reusable: readonly ReusablePage[]): Map<string, PreviousPage> {
+  const out = new Map<string, PreviousPage>();
+  for (const page of reusable) {
+    if (!page.followed_links || (!page.http_etag && !page.http_last_modified)) continue;
+    out.set(pageKey(new URL(page.url)), {
+      id: page.id,
+      canonicalKey: page.canonical_url,
+      links: page.followed_links,
+      etag: page.http_etag ?? undefined,
+      lastModified: page.http_last_modified ?? undefined,
+    });
+  }
+  return out;
+}
+
 async function crawlOnce(deps: CrawlJobDeps, job: ClaimedJob, ctx: JobContext, crawl: CrawlJobRow, website: CrawlWebsite): Promise<void> {
   const { db } = deps;
   const attempt = job.attempts;
@@ -109,6 +128,7 @@ async function crawlOnce(deps: CrawlJobDeps, job: ClaimedJob, ctx: JobContext, c
       maxPages: website.max_pages,
       rules: website.selection_rules,
       defaultEnabled: website.default_enabled,
+      previous: previousPages(reusable),
     },
     { ...deps.crawler, signal: ctx.signal },
   );
@@ -127,7 +147,7 @@ async function crawlOnce(deps: CrawlJobDeps, job: ClaimedJob, ctx: JobContext, c
       now: () => ctx.clock.now(),
       status,
     },
-    new Map(reusable.map((page) => [page.content_hash, page])),
+    reusable,
   );
   // Failed pages do not reach the writer: counters also go out on a timer while pages are being fetched.
   let ticking = false;

@@ -38,10 +38,19 @@ export class SnapshotWriter {
   pagesWritten = 0;
   chunksReused = 0;
 
+  private readonly byHash = new Map<string, ReusablePage>();
+  private readonly byId = new Map<string, ReusablePage>();
+
+  /** `reusable`: pages of the current generation whose chunks carry vectors of this crawl's embedder. */
   constructor(
     private readonly ctx: WriterContext,
-    private readonly reusable: Map<string, ReusablePage>,
-  ) {}
+    reusable: readonly ReusablePage[],
+  ) {
+    for (const page of reusable) {
+      this.byHash.set(page.content_hash, page);
+      this.byId.set(page.id, page);
+    }
+  }
 
   async add(page: CrawledPage): Promise<void> {
     this.pending.push(page);
@@ -57,8 +66,10 @@ export class SnapshotWriter {
     const copies: Array<{ to: string; from: string }> = [];
     for (const page of batch) {
       const id = newId('ks');
-      const hash = contentHash(page.text);
-      const previous = this.reusable.get(hash);
+      // A 304 answer: the previous page as it was (its text was not downloaded again).
+      const unchanged = page.unchangedFrom ? this.byId.get(page.unchangedFrom) : undefined;
+      const hash = unchanged ? unchanged.content_hash : contentHash(page.text);
+      const previous = unchanged ?? this.byHash.get(hash);
       let counts: { chunkCount: number; tokens: number };
       if (previous) {
         copies.push({ to: id, from: previous.id });
@@ -71,15 +82,18 @@ export class SnapshotWriter {
       }
       pages.push({
         id,
-        title: page.title ?? null,
+        title: unchanged ? unchanged.title : (page.title ?? null),
         url: page.url,
         canonicalUrl: page.canonicalUrl,
         path: page.path,
         enabled: page.enabled,
         displayOrder: page.order,
-        preview: previewOf(page.text),
+        preview: unchanged ? unchanged.preview : previewOf(page.text),
         contentHash: hash,
         ...counts,
+        etag: page.validators.etag ?? null,
+        lastModified: page.validators.lastModified ?? null,
+        links: JSON.stringify(page.links),
       });
     }
     const { counts, failures } = this.ctx.status();
