@@ -4,8 +4,6 @@
 -- its new, changed and removed pages ([{url, changeStatus}], at most 500).
 ALTER TABLE knowledge_crawl_jobs ADD COLUMN changes jsonb;
 ALTER TABLE knowledge_crawl_jobs ADD COLUMN changed_pages jsonb NOT NULL DEFAULT '[]'::jsonb;
--- Queued by the recrawl schedule rather than by a caller (a failure backs the schedule off).
-ALTER TABLE knowledge_crawl_jobs ADD COLUMN scheduled boolean NOT NULL DEFAULT false;
 
 -- A crawled page's response validators (ETag, Last-Modified as sent) and the links the crawl followed from it:
 -- a recrawl asks with If-None-Match / If-Modified-Since and, on 304, reuses the page and its links unread.

@@ -1,11 +1,12 @@
 import type { Db } from '../../db/driver.js';
 import { LeaseLostError, type ClaimedJob, type JobContext, type JobRunner } from '../../jobs/runner.js';
 import { compareGenerations } from './changes.js';
-import { emitCrawlCompleted, emitCrawlFailed } from './crawl-events.js';
+import { emitCrawlCompleted } from './crawl-events.js';
 import { crawlRepo, type CrawlJobRow, type CrawlWebsite } from './crawl-repo.js';
 import { CrawlAbort, SiteCrawler, type CrawlerOptions, type PreviousPage } from './crawler.js';
 import { EmbeddingError, type Embedder } from './embedder.js';
-import { isEnabled } from './selection.js';
+import { applySelection } from './enablement.js';
+import { afterCrawlCompleted, afterCrawlFailed } from './outcome.js';
 import { snapshotRepo, type ReusablePage } from './snapshot-repo.js';
 import { pageKey } from './url.js';
 import { SnapshotWriter } from './writer.js';
@@ -31,11 +32,7 @@ function describe(error: unknown): string {
 async function failCrawl(deps: CrawlJobDeps, ctx: JobContext, crawl: CrawlJobRow, code: string, message: string): Promise<void> {
   await deps.db.transaction(async (tx) => {
     const now = ctx.clock.now();
-    if (await crawlRepo.fail(tx, crawl.id, { code, message, now })) {
-      await snapshotRepo.discard(tx, crawl.generation_id, true);
-      await snapshotRepo.setWebsiteStatus(tx, crawl.website_id, 'failed', now);
-      await emitCrawlFailed(tx, now, crawl);
-    }
+    if (await crawlRepo.fail(tx, crawl.id, { code, message, now })) await afterCrawlFailed(tx, now, crawl);
     await ctx.completeIn(tx);
   });
   ctx.log.info({ crawlJobId: crawl.id, code, message }, 'crawl failed');
@@ -66,33 +63,14 @@ async function finalize(deps: CrawlJobDeps, ctx: JobContext, crawl: CrawlJobRow,
     const now = ctx.clock.now();
     const website = await crawlRepo.website(tx, crawl.website_id, true);
     if (!website) throw new CrawlAbort('website_missing', 'the website no longer exists');
-    const root = new URL(website.root_url);
-    const pages = await snapshotRepo.pages(tx, crawl.generation_id);
+    const totals = await applySelection(tx, website, crawl.generation_id, now);
     const previous = website.current_generation_id ? await snapshotRepo.pages(tx, website.current_generation_id) : [];
-    const { changes, changedPages } = compareGenerations(previous, pages);
-    const flips: Record<'on' | 'off', string[]> = { on: [], off: [] };
-    let chunks = 0;
-    let enabledChunks = 0;
-    let enabledTokens = 0;
-    for (const page of pages) {
-      const enabled = isEnabled(
-        { url: pageKey(new URL(page.url)), canonicalUrl: page.canonical_url, path: page.path },
-        website.selection_rules,
-        website.default_enabled,
-        root,
-      );
-      if (enabled !== page.enabled) flips[enabled ? 'on' : 'off'].push(page.id);
-      chunks += page.chunk_count;
-      if (enabled) {
-        enabledChunks += page.chunk_count;
-        enabledTokens += page.tokens;
-      }
-    }
-    await snapshotRepo.setEnabled(tx, flips.on, true, now);
-    await snapshotRepo.setEnabled(tx, flips.off, false, now);
-    if (!(await crawlRepo.complete(tx, crawl.id, attempt, { chunks, snapshotPages: pages.length, changes, changedPages, now }))) throw new LeaseLostError(runnerJobId);
+    const { changes, changedPages } = compareGenerations(previous, totals.pages);
+    const result = { chunks: totals.chunks, snapshotPages: totals.pages.length, changes, changedPages, now };
+    if (!(await crawlRepo.complete(tx, crawl.id, attempt, result))) throw new LeaseLostError(runnerJobId);
     await snapshotRepo.promote(tx, website.id, crawl.generation_id, now);
-    await snapshotRepo.finishWebsite(tx, { id: website.id, sourceId: website.source_id }, crawl.generation_id, { chunks: enabledChunks, tokens: enabledTokens }, now);
+    await snapshotRepo.finishWebsite(tx, { id: website.id, sourceId: website.source_id }, crawl.generation_id, { chunks: totals.enabledChunks, tokens: totals.enabledTokens }, now);
+    await afterCrawlCompleted(tx, now, website);
     await emitCrawlCompleted(tx, now, crawl, changes);
     await ctx.completeIn(tx);
   });

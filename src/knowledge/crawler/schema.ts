@@ -90,6 +90,9 @@ const websiteFields = {
   propertyId: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
   defaultEnabled: Type.Optional(Type.Boolean({ description: 'Extension: whether pages no rule matches are enabled (default true)' })),
   selectionRules: Type.Optional(Type.Array(SelectionRuleInput, { maxItems: 100, description: 'Extension: the website selection rules' })),
+  recrawlIntervalHours: Type.Optional(
+    Type.Union([Type.Integer({ minimum: 1, maximum: 720 }), Type.Null()], { description: 'Hours between crawls the workers start by themselves; null: never' }),
+  ),
 };
 
 /** Admin: a managed website (a crawl is queued at once). */
@@ -107,6 +110,29 @@ export const StartCrawlBody = Type.Object(
     propertyId: websiteFields.propertyId,
     defaultEnabled: websiteFields.defaultEnabled,
     selectionRules: websiteFields.selectionRules,
+    recrawlIntervalHours: websiteFields.recrawlIntervalHours,
   },
   Strict,
+);
+
+export const WebsiteParams = Type.Object({ websiteId: Type.String({ minLength: 1, maxLength: 128 }) }, Strict);
+
+/** PATCH /knowledge/websites/{websiteId}: any of these (rules replace the website's, and apply to its pages at once). */
+export const UpdateWebsiteBody = Type.Object(
+  {
+    title: Type.Optional(Type.String({ minLength: 1, maxLength: 160 })),
+    recrawlIntervalHours: websiteFields.recrawlIntervalHours,
+    defaultEnabled: websiteFields.defaultEnabled,
+    selectionRules: websiteFields.selectionRules,
+  },
+  { ...Strict, minProperties: 1 },
+);
+
+export const WebsiteEnvelope = Type.Object(
+  {
+    website: Type.Ref('KnowledgeWebsite'),
+    recrawlIntervalHours: Type.Union([Type.Integer({ minimum: 1, maximum: 720 }), Type.Null()], { description: 'The website\'s recrawl interval (the website item has no such field)' }),
+    nextCrawlAt: Type.Optional(Type.String({ maxLength: 128, description: 'When the workers start the next scheduled crawl' })),
+  },
+  closed,
 );
