@@ -163,7 +163,7 @@ async function runOursCrawlerOnly(root: string, pages: number, concurrency: numb
   const fetcher = new CrawlFetcher({ allowPrivate: true, timeoutMs: 15_000, maxBytes: 2 * 1024 * 1024, userAgent: 'm2m-knowledge-crawler/1.0', connections: concurrency });
   const crawler = new SiteCrawler(
     { root: new URL(root), crawlDepth: 10, maxPages: Math.min(pages, 500), rules: [], defaultEnabled: true },
-    { fetcher, allowPrivate: true, agentToken: 'm2m-knowledge-crawler', concurrencyPerHost: concurrency, maxDelayMs: 10_000, maxBytes: 2 * 1024 * 1024 },
+    { fetcher, allowPrivate: true, agentToken: 'm2m-knowledge-crawler', concurrencyPerHost: concurrency, maxDelayMs: 10_000, maxBytes: 2 * 1024 * 1024, deadlineMs: 3_600_000 },
   );
   let chars = 0;
   const cpu0 = process.cpuUsage();

@@ -2,6 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { eventually, startTestApp, type TestApp } from './helpers/app.js';
 import { startReceiver } from './helpers/receiver.js';
+import type { Resolver } from '../src/webhooks/ssrf.js';
 import { html, page, prose, startSite, type FixtureSite, type Routes } from './fixtures/site/server.js';
 import { finished, websiteItem, type JobBody } from './fixtures/site/helpers.js';
 
@@ -9,10 +10,19 @@ let app: TestApp;
 const sites: FixtureSite[] = [];
 let tenant: { tenantId: string; key: string };
 
+/** hotel.test resolves to 127.0.0.1 until the site "vanishes" (its name stops resolving). */
+let vanished = false;
+const resolver: Resolver = async (hostname) => {
+  if (hostname !== 'hotel.test') throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
+  if (vanished) throw Object.assign(new Error('getaddrinfo ENOTFOUND hotel.test'), { code: 'ENOTFOUND' });
+  return [{ address: '127.0.0.1', family: 4 }];
+};
+
 before(async () => {
   app = await startTestApp({
-    env: { UNSAFE_ALLOW_PRIVATE_DESTINATIONS: 'true', CRAWL_FETCH_TIMEOUT_MS: '2000', CRAWL_CONCURRENCY_PER_HOST: '4' },
+    env: { UNSAFE_ALLOW_PRIVATE_DESTINATIONS: 'true', CRAWL_FETCH_TIMEOUT_MS: '2000', CRAWL_CONCURRENCY_PER_HOST: '4', CRAWL_DEADLINE_MS: '30000' },
     startWorkers: true,
+    resolver,
   });
   tenant = await app.tenantWithKey(['knowledge:write', 'webhooks:write']);
 });
@@ -169,4 +179,55 @@ test('conditional recrawl: If-None-Match / If-Modified-Since from the previous a
   assert.deepEqual(third.job.changes, { new: 0, changed: 1, same: 3, removed: 0 }, '/b answered 200 with the same text: same');
   assert.deepEqual(third.changedPages.map((p) => new URL(p.url).pathname), ['/a']);
   assert.ok(seen.includes(`/b ${stamp}`) || seen.includes('/b "b-1"'));
+});
+
+test('429 and 503 with Retry-After are waited for and asked again; a wait past the deadline is a failed page', async () => {
+  const asked: Array<{ path: string; at: number }> = [];
+  const busy = (status: number, retryAfter: string, times: number): Routes[string] => {
+    let left = times;
+    return (req) => {
+      asked.push({ path: req.url ?? '', at: Date.now() });
+      if (left-- > 0) return { status, headers: { 'retry-after': retryAfter }, body: 'busy' };
+      return html(page(`Now ${req.url}`, prose(`Served after waiting ${req.url}`)));
+    };
+  };
+  const site = await linkedSite(0, {
+    '/': html(page('Home', prose('Home'), ['/limited', '/maintenance', '/closed'])),
+    '/limited': busy(429, '1', 1),
+    '/maintenance': busy(503, new Date(Date.now() + 1500).toUTCString(), 1),
+    '/closed': busy(503, '3600', 5),
+  });
+  const { job, failedPages } = await crawl({ rootUrl: `${site.origin}/`, crawlDepth: 1, maxPages: 10 });
+  assert.equal(job.status, 'completed', JSON.stringify(job));
+  const item = await websiteItem(app, tenant.key, job.websiteId);
+  assert.deepEqual(item.pages.map((p) => p.path).sort(), ['/', '/limited', '/maintenance']);
+  const limited = asked.filter((a) => a.path === '/limited');
+  assert.equal(limited.length, 2);
+  assert.ok(limited[1].at - limited[0].at >= 900, `asked again after ${limited[1].at - limited[0].at} ms`);
+  assert.equal(asked.filter((a) => a.path === '/maintenance').length, 2);
+  const closed = failedPages.find((f) => f.url.endsWith('/closed'));
+  assert.equal(closed?.code, 'http_status', JSON.stringify(failedPages));
+  assert.equal(asked.filter((a) => a.path === '/closed').length, 1, 'an hour is past the 30 s deadline: not waited for');
+});
+
+test('a recrawl of a site whose name no longer resolves fails with host_not_found; the current generation stays', async () => {
+  const site = await linkedSite(2);
+  const root = `http://hotel.test:${site.port}/`;
+  const first = await crawl({ rootUrl: root, crawlDepth: 1, maxPages: 10 });
+  assert.equal(first.job.status, 'completed', JSON.stringify(first.job));
+  vanished = true;
+  // A vanished site keeps no connection open either: the next request has to resolve the name.
+  site.dropConnections();
+  try {
+    const again = await crawl({ websiteId: first.job.websiteId });
+    assert.equal(again.job.status, 'failed');
+    assert.equal(again.job.error?.code, 'host_not_found', JSON.stringify(again.job.error));
+    assert.match(again.job.error?.message ?? '', /hotel\.test/);
+    const item = await websiteItem(app, tenant.key, first.job.websiteId);
+    assert.equal(item.currentGenerationId, first.job.websiteGenerationId, 'the current generation is untouched');
+    assert.equal(item.totalPages, 3);
+    assert.equal(item.status, 'failed');
+  } finally {
+    vanished = false;
+  }
 });

@@ -35,6 +35,8 @@ export interface CrawlerOptions {
   concurrencyPerHost: number;
   maxDelayMs: number;
   maxBytes: number;
+  /** How long the crawl may run: no request starts after it, and no Retry-After is waited for past it. */
+  deadlineMs: number;
   signal?: AbortSignal;
 }
 
@@ -94,6 +96,7 @@ export class SiteCrawler {
   private readonly signal: AbortSignal;
   readonly counters: CrawlCounters = { pagesDiscovered: 0, pagesProcessed: 0, pagesFailed: 0 };
   readonly failures: PageFailure[] = [];
+  private readonly deadline: number;
   private storedCount = 0;
   private enabledCount = 0;
 
@@ -102,6 +105,7 @@ export class SiteCrawler {
     private readonly opts: CrawlerOptions,
   ) {
     this.site = siteOf(settings.root);
+    this.deadline = Date.now() + opts.deadlineMs;
     this.signal = opts.signal ? AbortSignal.any([opts.signal, this.stopper.signal]) : this.stopper.signal;
     // Every request and every request waiting for its host's turn listens to it: many listeners are expected.
     setMaxListeners(0, this.signal);
@@ -111,6 +115,7 @@ export class SiteCrawler {
   async run(sink: (page: CrawledPage) => Promise<void>): Promise<number> {
     const root = cleanUrl(this.settings.root);
     const rootRobots = await this.robotsFor(root);
+    if (rootRobots.hostNotFound) throw new CrawlAbort('host_not_found', `nothing was crawled: ${rootRobots.reason}`);
     if (rootRobots.kind === 'disallow_all') throw new CrawlAbort('robots_unavailable', `nothing was crawled: ${rootRobots.reason}`);
     await this.enqueue(root, 0);
     for (const url of requiredUrls(this.settings.rules, root)) await this.enqueue(cleanUrl(url), 0);
@@ -137,7 +142,7 @@ export class SiteCrawler {
     try {
       for (;;) {
         if (this.enabledCount >= this.settings.maxPages || this.storedCount >= PAGE_CAP) break;
-        while (window.length < windowSize && next < this.queue.length && launched < fetchBudget) {
+        while (window.length < windowSize && next < this.queue.length && launched < fetchBudget && Date.now() < this.deadline) {
           const item = this.queue[next];
           if (this.stored.has(item.key)) {
             next += 1;
@@ -221,6 +226,7 @@ export class SiteCrawler {
       gateFor: (url) => this.gateFor(url),
       isStored: (key) => this.stored.has(key),
       previous: (key) => this.settings.previous?.get(key),
+      deadline: this.deadline,
     });
   }
 

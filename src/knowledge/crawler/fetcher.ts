@@ -5,7 +5,7 @@ import { guardedConnector } from '../../webhooks/http-client.js';
 import { BlockedDestinationError, type Resolver } from '../../webhooks/ssrf.js';
 import { errorChain } from '../../util/error-chain.js';
 
-export type FetchErrorCode = 'blocked_destination' | 'timeout' | 'too_large' | 'connection';
+export type FetchErrorCode = 'blocked_destination' | 'timeout' | 'too_large' | 'connection' | 'host_not_found';
 
 /** A request that got no usable answer. */
 export class CrawlFetchError extends Error {
@@ -122,6 +122,10 @@ export class CrawlFetcher {
       }
       if (deadline.aborted || errors.some((e) => typeof e.code === 'string' && e.code.startsWith('UND_ERR_') && e.code.includes('TIMEOUT'))) {
         throw new CrawlFetchError('timeout', `no complete answer within ${this.opts.timeoutMs} ms`);
+      }
+      // The name does not resolve (any more): a site that vanished, told apart from one that is down.
+      if (errors.some((e) => e.code === 'ENOTFOUND' || e.code === 'ENODATA')) {
+        throw new CrawlFetchError('host_not_found', `the host ${url.hostname} could not be found (DNS)`);
       }
       const code = errors.map((e) => (typeof e.code === 'string' ? e.code : '')).find(Boolean);
       const message = error instanceof Error ? error.message : String(error);

@@ -55,6 +55,20 @@ export interface PageFetchContext {
   gateFor(url: URL): Promise<HostGate>;
   isStored(key: string): boolean;
   previous(key: string): PreviousPage | undefined;
+  /** The crawl's deadline (epoch ms): a Retry-After that ends later is not waited for. */
+  deadline: number;
+}
+
+/** A 429 or 503 with Retry-After is asked again this many times at most. */
+const MAX_RETRY_AFTER = 3;
+
+/** Retry-After (delay-seconds or an HTTP date) as milliseconds from now; undefined when absent or unreadable. */
+export function retryAfterMs(value: string | undefined, now = Date.now()): number | undefined {
+  if (!value) return undefined;
+  const trimmed = value.trim();
+  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
+  const at = Date.parse(trimmed);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
 const fail = (item: Item, url: URL | string, code: string, message: string): PageResult => ({
@@ -79,6 +93,7 @@ function conditionalHeaders(previous: PreviousPage | undefined): Record<string, 
 export async function fetchPage(item: Item, ctx: PageFetchContext): Promise<PageResult> {
   let target = item.url;
   const hops: string[] = [];
+  let retries = 0;
   try {
     for (let hop = 0; hop <= MAX_REDIRECTS; hop += 1) {
       if (!(await ctx.robotsFor(target)).allows(target)) return fail(item, target, 'robots_disallowed', 'robots.txt disallows this URL');
@@ -87,6 +102,17 @@ export async function fetchPage(item: Item, ctx: PageFetchContext): Promise<Page
       const conditional = conditionalHeaders(previous);
       const answer = await gate.run(() => ctx.fetcher.get(target, (type) => HTML.test(type), ACCEPT, ctx.signal, conditional), ctx.signal);
       const validators = { etag: answer.etag, lastModified: answer.lastModified };
+      if (answer.status === 429 || answer.status === 503) {
+        const wait = retryAfterMs(answer.retryAfter);
+        if (wait !== undefined && retries < MAX_RETRY_AFTER && Date.now() + wait < ctx.deadline) {
+          // The whole host waits, not just this page; then the same URL is asked again.
+          gate.pauseUntil(Date.now() + wait);
+          retries += 1;
+          hop -= 1;
+          continue;
+        }
+        if (wait !== undefined) return fail(item, target, 'http_status', `HTTP ${answer.status}; Retry-After ${Math.ceil(wait / 1000)} s ends past the crawl's deadline or retries`);
+      }
       if (answer.status === 304 && previous && conditional) {
         return { kind: 'unchanged', item, final: target, hops, previous, validators: { etag: validators.etag ?? previous.etag, lastModified: validators.lastModified ?? previous.lastModified } };
       }

@@ -34,6 +34,7 @@ export function createCrawlWorker(runner: JobRunner, db: Db, config: Config, res
       concurrencyPerHost: crawl.concurrencyPerHost,
       maxDelayMs: crawl.maxDelayMs,
       maxBytes: crawl.maxPageBytes,
+      deadlineMs: crawl.deadlineMs,
     },
   });
   registerRecrawls(runner, { db, intervalMs: crawl.recrawlCheckMs, batch: crawl.recrawlBatch });
