@@ -52,12 +52,42 @@ export class SnapshotWriter {
     }
   }
 
+  /**
+   * Takes a page. A full batch is written in the background while the crawl goes on (one write at a time);
+   * the crawl waits only when the next batch is full before the previous one is written.
+   */
   async add(page: CrawledPage): Promise<void> {
     this.pending.push(page);
-    if (this.pending.length >= BATCH_PAGES || Date.now() - this.lastFlush >= BATCH_MS) await this.flush();
+    if (this.pending.length < BATCH_PAGES && Date.now() - this.lastFlush < BATCH_MS) return;
+    if (this.writing) {
+      if (this.pending.length < 2 * BATCH_PAGES) return;
+      await this.writing;
+    }
+    this.throwIfFailed();
+    this.writing = this.write().then(
+      () => (this.writing = undefined),
+      (error: unknown) => {
+        this.failure = { error };
+        this.writing = undefined;
+      },
+    );
   }
 
+  /** Writes what is left, after the write in progress; rethrows a background write's failure. */
   async flush(): Promise<void> {
+    await this.writing;
+    this.throwIfFailed();
+    await this.write();
+  }
+
+  private writing: Promise<void> | undefined;
+  private failure: { error: unknown } | undefined;
+
+  private throwIfFailed(): void {
+    if (this.failure) throw this.failure.error;
+  }
+
+  private async write(): Promise<void> {
     const batch = this.pending;
     this.pending = [];
     this.lastFlush = Date.now();
