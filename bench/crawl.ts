@@ -1,10 +1,12 @@
 /**
- * Website crawl benchmark (issue 9): a generated 500-page site on 127.0.0.1 (pages of about 6 KB with 5–8
- * links, a fixed 20 ms response latency) crawled by our crawler through the real job (fetch, extract,
- * chunk, store, embed, switch generations), by our crawler alone (fetch and extract, nothing stored: the
- * part that compares with Crawlee), and by Crawlee's CheerioCrawler at the same concurrency (default pool,
- * and its pool polled every 10 ms). Each runs in its own child process so peak RSS is its own; the site
- * runs in this process. The ratio is taken against Crawlee's faster run.
+ * Website crawl benchmark (issues 9 and 23): a generated 500-page site on 127.0.0.1 (pages of about 6 KB with
+ * 5–8 links, a fixed 20 ms response latency, an ETag on every page) served by its own process, crawled by:
+ * our crawler through the real job (fetch, extract, chunk, store, embed, switch generations) and then again
+ * (a conditional recrawl of the unchanged site), our crawler alone (fetch and extract, nothing stored), a
+ * minimal fetch + parse crawler (the ceiling of a crawler on this site and box), Crawlee's CheerioCrawler at
+ * the same fixed concurrency, and our job with maxPages 50 (the site counts the requests it gets). Each crawler
+ * runs in its own child process so peak RSS is its own. With two or more cores, the site is pinned to core 0
+ * and every crawler to core 1 (taskset), so a crawler never competes with the site for a core.
  *
  *   node --import tsx bench/crawl.ts [--pages 500] [--concurrency 10] [--latency 20] [--json out.json]
  *
@@ -12,7 +14,8 @@
  * `runCrawl()` is what `npm run bench` calls (`--only crawl`); it returns the figures instead of printing them.
  */
 import http from 'node:http';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -20,7 +23,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { AddressInfo } from 'node:net';
 import { systemCtx } from '../src/context.js';
 
-type Kind = 'ours' | 'ours-crawler' | 'crawlee' | 'crawlee-tuned';
+type Kind = 'ours' | 'ours-crawler' | 'minimal' | 'crawlee' | 'ours-50';
 
 export interface Result {
   crawler: string;
@@ -28,6 +31,10 @@ export interface Result {
   seconds: number;
   pagesPerSecond: number;
   peakRssMb: number;
+  /** CPU time of the crawler's process per page (user + system). */
+  cpuMsPerPage: number;
+  /** Ours: the conditional recrawl of the unchanged site, right after the first crawl. */
+  recrawlSeconds?: number;
   note?: string;
 }
 
@@ -74,20 +81,26 @@ function buildSite(pages: number): string[] {
   return out;
 }
 
-async function serve(pages: string[], latencyMs: number): Promise<{ url: string; close: () => Promise<void> }> {
+/** Serves the site (run in its own process): an ETag per page, 304 to If-None-Match; GET /__requests counts requests. */
+async function serve(pages: string[], latencyMs: number, port = 0): Promise<{ url: string; close: () => Promise<void> }> {
+  let requests = 0;
   const server = http.createServer((req, res) => {
+    if (req.url === '/__requests') return void res.writeHead(200, { 'content-type': 'text/plain' }).end(String(requests));
+    requests += 1;
     const match = /^\/page\/(\d+)$/.exec(req.url ?? '');
     const index = req.url === '/' ? 0 : match ? Number(match[1]) : -1;
     setTimeout(() => {
       if (index < 0 || index >= pages.length) return void res.writeHead(404).end('not found');
-      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(pages[index]);
+      const etag = `"page-${index}"`;
+      if (req.headers['if-none-match'] === etag) return void res.writeHead(304, { etag }).end();
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', etag }).end(pages[index]);
     }, latencyMs);
   });
   server.keepAliveTimeout = 10_000;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  const address = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}/`,
+    url: `http://127.0.0.1:${address.port}/`,
     close: () => new Promise<void>((resolve) => {
       server.closeAllConnections();
       server.close(() => resolve());
@@ -95,17 +108,56 @@ async function serve(pages: string[], latencyMs: number): Promise<{ url: string;
   };
 }
 
-function cpuSeconds(since: NodeJS.CpuUsage): string {
+/** Cores for the site and for the crawlers, when there are two and taskset exists; else none (no pinning). */
+function pinning(): { site: string; crawler: string } | undefined {
+  if (availableParallelism() < 2) return undefined;
+  return spawnSync('taskset', ['-V']).status === 0 ? { site: '0', crawler: '1' } : undefined;
+}
+
+/** The command line for a child, pinned to `core` when given. */
+function command(args: string[], core: string | undefined): [string, string[]] {
+  return core ? ['taskset', ['-c', core, process.execPath, ...args]] : [process.execPath, args];
+}
+
+/** The site in its own process; resolves with its URL once it listens. */
+function startSiteProcess(pages: number, latency: number, core: string | undefined): Promise<{ url: string; requests: () => Promise<number>; stop: () => void }> {
+  const [cmd, args] = command(['--import', 'tsx', fileURLToPath(import.meta.url), '--site', '--pages', String(pages), '--latency', String(latency)], core);
+  const proc = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  running.add(proc);
+  return new Promise((resolve, reject) => {
+    let out = '';
+    proc.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const line = out.split('\n').find((l) => l.startsWith('http://'));
+      if (!line) return;
+      const url = line.trim();
+      resolve({
+        url,
+        requests: async () => Number(await (await fetch(`${url}__requests`)).text()),
+        stop: () => {
+          running.delete(proc);
+          proc.kill('SIGTERM');
+        },
+      });
+    });
+    proc.on('exit', (code) => reject(new Error(`the site exited with ${code}`)));
+  });
+}
+
+function cpuMsPerPage(since: NodeJS.CpuUsage, pages: number): number {
   const used = process.cpuUsage(since);
-  return ((used.user + used.system) / 1e6).toFixed(1);
+  return pages > 0 ? (used.user + used.system) / 1000 / pages : 0;
 }
 
 function peakRssMb(): number {
   return Math.round(process.resourceUsage().maxRSS / 1024);
 }
 
-/** Our crawler, through the real runtime: admin creates the website, the worker runs knowledge.crawl. */
-async function runOurs(root: string, pages: number, concurrency: number): Promise<Result> {
+/**
+ * Our crawler, through the real runtime: admin creates the website, the worker runs knowledge.crawl; with
+ * `recrawl`, the unchanged site is crawled again at once (conditional requests: every page answers 304).
+ */
+async function runOurs(root: string, pages: number, concurrency: number, recrawl: boolean): Promise<Result> {
   const { default: pino } = await import('pino');
   const { loadConfig } = await import('../src/config.js');
   const { createRuntime } = await import('../src/runtime.js');
@@ -126,18 +178,30 @@ async function runOurs(root: string, pages: number, concurrency: number): Promis
     if (res.statusCode >= 300) throw new Error(res.body);
     return res.json();
   };
+  const untilDone = async (tenantId: string, jobId: string) => {
+    for (;;) {
+      const { job } = await runtime.services.crawls.getJob(systemCtx(tenantId), { jobId });
+      if (job.status === 'completed' || job.status === 'failed') return job;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  };
   const tenant = await admin('/tenants', { name: 'Bench' });
   const started = performance.now();
   const website = await admin(`/tenants/${tenant.tenantId}/knowledge/websites`, { rootUrl: root, crawlDepth: 10, maxPages: Math.min(pages, 500) });
-  let job;
-  for (;;) {
-    job = (await runtime.services.crawls.getJob(systemCtx(tenant.tenantId), { jobId: website.latestJob.jobId })).job;
-    if (job.status === 'completed' || job.status === 'failed') break;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+  const job = await untilDone(tenant.tenantId, website.latestJob.jobId);
   const seconds = (performance.now() - started) / 1000;
   if (job.status !== 'completed') throw new Error(`crawl failed: ${JSON.stringify(job.error)}`);
   const stored = job.snapshotPages ?? 0;
+  const cpu = cpuMsPerPage(cpu0, stored);
+  let recrawlSeconds: number | undefined;
+  let again: Awaited<ReturnType<typeof untilDone>> | undefined;
+  if (recrawl) {
+    const restarted = performance.now();
+    const queued = await runtime.services.crawls.start(systemCtx(tenant.tenantId), { websiteId: website.websiteId });
+    again = await untilDone(tenant.tenantId, queued.job.jobId);
+    recrawlSeconds = (performance.now() - restarted) / 1000;
+    if (again.status !== 'completed') throw new Error(`recrawl failed: ${JSON.stringify(again.error)}`);
+  }
   await runtime.close(1000);
   if (schema) {
     const pg = (await import('pg')).default;
@@ -146,13 +210,16 @@ async function runOurs(root: string, pages: number, concurrency: number): Promis
     await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
     await client.end();
   }
+  const changes = again?.changes ? `; recrawl changes ${JSON.stringify(again.changes)}` : '';
   return {
-    crawler: `ours (fetch+extract+chunk+store+embed, ${process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite'})`,
+    crawler: recrawl ? `ours (fetch+extract+chunk+store+embed, ${process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite'})` : 'ours, maxPages 50',
     pages: stored,
     seconds,
     pagesPerSecond: stored / seconds,
     peakRssMb: peakRssMb(),
-    note: `${job.chunks} chunks, ${job.progress.chunksEmbedded} embedded; RSS ${baseline} MB before the crawl; CPU ${cpuSeconds(cpu0)} s`,
+    cpuMsPerPage: cpu,
+    recrawlSeconds,
+    note: `${job.chunks} chunks, ${job.progress.chunksEmbedded} embedded; RSS ${baseline} MB before the crawl${changes}`,
   };
 }
 
@@ -163,7 +230,7 @@ async function runOursCrawlerOnly(root: string, pages: number, concurrency: numb
   const fetcher = new CrawlFetcher({ allowPrivate: true, timeoutMs: 15_000, maxBytes: 2 * 1024 * 1024, userAgent: 'm2m-knowledge-crawler/1.0', connections: concurrency });
   const crawler = new SiteCrawler(
     { root: new URL(root), crawlDepth: 10, maxPages: Math.min(pages, 500), rules: [], defaultEnabled: true },
-    { fetcher, allowPrivate: true, agentToken: 'm2m-knowledge-crawler', concurrencyPerHost: concurrency, maxDelayMs: 10_000, maxBytes: 2 * 1024 * 1024 },
+    { fetcher, allowPrivate: true, agentToken: 'm2m-knowledge-crawler', concurrencyPerHost: concurrency, maxDelayMs: 10_000, maxBytes: 2 * 1024 * 1024, deadlineMs: 3_600_000 },
   );
   let chars = 0;
   const cpu0 = process.cpuUsage();
@@ -171,11 +238,69 @@ async function runOursCrawlerOnly(root: string, pages: number, concurrency: numb
   const stored = await crawler.run(async (page) => void (chars += page.text.length));
   const seconds = (performance.now() - started) / 1000;
   await fetcher.close();
-  return { crawler: 'ours, crawler only (fetch+extract, nothing stored)', pages: stored, seconds, pagesPerSecond: stored / seconds, peakRssMb: peakRssMb(), note: `${chars} characters; CPU ${cpuSeconds(cpu0)} s` };
+  return { crawler: 'ours, crawler only (fetch+extract, nothing stored)', pages: stored, seconds, pagesPerSecond: stored / seconds, peakRssMb: peakRssMb(), cpuMsPerPage: cpuMsPerPage(cpu0, stored), note: `${chars} characters` };
 }
 
-/** Crawlee's CheerioCrawler: fetch, parse with cheerio, take the main text, enqueue same-host links. */
-async function runCrawlee(root: string, pages: number, concurrency: number, tuned: boolean): Promise<Result> {
+/**
+ * A minimal crawler: `concurrency` loops taking the next queued URL, undici GET on one keep-alive pool, one
+ * node-html-parser parse for the main text and the same-host links; no robots, no politeness, nothing stored.
+ * What a crawler can do at most on this site and box.
+ */
+async function runMinimal(root: string, pages: number, concurrency: number): Promise<Result> {
+  const { Agent, request } = await import('undici');
+  const { parse } = await import('node-html-parser');
+  const agent = new Agent({ connections: concurrency, keepAliveTimeout: 10_000 });
+  const origin = new URL(root).origin;
+  const queue = [root];
+  const seen = new Set(queue);
+  let next = 0;
+  let done = 0;
+  let chars = 0;
+  let active = 0;
+  const cpu0 = process.cpuUsage();
+  const started = performance.now();
+  await new Promise<void>((resolve, reject) => {
+    const pump = () => {
+      while (active < concurrency && next < queue.length && done + active < pages) {
+        const url = queue[next++];
+        active += 1;
+        void request(url, { dispatcher: agent })
+          .then(async (res) => {
+            const html = await res.body.text();
+            const doc = parse(html);
+            chars += (doc.querySelector('main') ?? doc).textContent.length;
+            for (const a of doc.querySelectorAll('a')) {
+              const href = a.getAttribute('href');
+              if (!href) continue;
+              const link = new URL(href, url);
+              link.hash = '';
+              if (link.origin === origin && !seen.has(link.href)) {
+                seen.add(link.href);
+                queue.push(link.href);
+              }
+            }
+            done += 1;
+          })
+          .then(() => {
+            active -= 1;
+            if (active === 0 && (next >= queue.length || done >= pages)) resolve();
+            else pump();
+          }, reject);
+      }
+    };
+    pump();
+  });
+  const seconds = (performance.now() - started) / 1000;
+  await agent.close();
+  return { crawler: 'minimal fetch+parse crawler (undici, node-html-parser)', pages: done, seconds, pagesPerSecond: done / seconds, peakRssMb: peakRssMb(), cpuMsPerPage: cpuMsPerPage(cpu0, done), note: `${chars} characters` };
+}
+
+/**
+ * Crawlee's CheerioCrawler, run at its best: a fixed concurrency (min = max), its pool polled every 10 ms
+ * instead of every 500 ms (which leaves slots idle whenever the queue head is momentarily empty), and its
+ * system-status limits at 100 % so a busy box's CPU or event-loop readings never hold it back.
+ */
+async function runCrawlee(root: string, pages: number, concurrency: number): Promise<Result> {
   const storage = mkdtempSync(path.join(tmpdir(), 'crawlee-bench-'));
   process.env.CRAWLEE_STORAGE_DIR = storage;
   try {
@@ -183,19 +308,18 @@ async function runCrawlee(root: string, pages: number, concurrency: number, tune
     log.setLevel(LogLevel.OFF);
     let count = 0;
     let chars = 0;
-    let lastAt = 0;
     const crawler = new CheerioCrawler(
       {
         minConcurrency: concurrency,
         maxConcurrency: concurrency,
         maxRequestsPerCrawl: pages,
         maxRequestRetries: 0,
-        // Tuned: the pool looks for ready requests every 10 ms instead of every 500 ms (its default), which
-        // otherwise leaves slots idle whenever the queue head is momentarily empty.
-        ...(tuned ? { autoscaledPoolOptions: { maybeRunIntervalSecs: 0.01 } } : {}),
+        autoscaledPoolOptions: {
+          maybeRunIntervalSecs: 0.01,
+          systemStatusOptions: { maxCpuOverloadedRatio: 1, maxEventLoopOverloadedRatio: 1, maxMemoryOverloadedRatio: 1, maxClientOverloadedRatio: 1 },
+        },
         async requestHandler({ $, enqueueLinks }) {
           count += 1;
-          if (count === pages) lastAt = performance.now();
           chars += $('main').text().length;
           await enqueueLinks({ strategy: 'same-hostname' });
         },
@@ -206,7 +330,15 @@ async function runCrawlee(root: string, pages: number, concurrency: number, tune
     const started = performance.now();
     await crawler.run([root]);
     const seconds = (performance.now() - started) / 1000;
-    return { crawler: `Crawlee CheerioCrawler (fetch+parse+text${tuned ? ', pool polled every 10 ms' : ''})`, pages: count, seconds, pagesPerSecond: count / seconds, peakRssMb: peakRssMb(), note: `${chars} characters; CPU ${cpuSeconds(cpu0)} s; last page after ${((lastAt - started) / 1000).toFixed(2)} s` };
+    return {
+      crawler: 'Crawlee CheerioCrawler (fetch+parse+text; fixed concurrency, pool polled every 10 ms)',
+      pages: count,
+      seconds,
+      pagesPerSecond: count / seconds,
+      peakRssMb: peakRssMb(),
+      cpuMsPerPage: cpuMsPerPage(cpu0, count),
+      note: `${chars} characters`,
+    };
   } finally {
     rmSync(storage, { recursive: true, force: true });
   }
@@ -219,17 +351,15 @@ export function killCrawlChildren(): void {
   for (const proc of running) proc.kill('SIGKILL');
 }
 
-/** A crawler run in its own process; with `databaseUrl` our crawl job stores there (schema bench_crawl_<pid>). */
-function child(kind: Kind, root: string, pages: number, concurrency: number, databaseUrl?: string): Promise<Result | { error: string }> {
+/** A crawler run in its own process (pinned to `core`); with `databaseUrl` our crawl job stores there (schema bench_crawl_<pid>). */
+function child(kind: Kind, root: string, pages: number, concurrency: number, core: string | undefined, databaseUrl?: string): Promise<Result | { error: string }> {
   const env = { ...process.env };
   delete env.DATABASE_URL;
   delete env.DATABASE_SCHEMA;
   if (databaseUrl) env.DATABASE_URL = databaseUrl;
+  const [cmd, args] = command(['--import', 'tsx', fileURLToPath(import.meta.url), '--child', kind, '--root', root, '--pages', String(pages), '--concurrency', String(concurrency)], core);
   return new Promise((resolve) => {
-    const proc = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--child', kind, '--root', root, '--pages', String(pages), '--concurrency', String(concurrency)], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-      env,
-    });
+    const proc = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'], env });
     running.add(proc);
     // Bounded: a crawler that has not finished after 5 minutes is killed and reported as failed.
     const timer = setTimeout(() => proc.kill('SIGKILL'), 300_000);
@@ -240,8 +370,8 @@ function child(kind: Kind, root: string, pages: number, concurrency: number, dat
       running.delete(proc);
       const line = out.trim().split('\n').filter((l) => l.startsWith('{')).pop();
       const result = line ? (JSON.parse(line) as Result | { error: string }) : { error: `exited with ${code ?? signal}: ${out.slice(-500)}` };
-      // The child drops its schema itself; this catches a child that died first.
-      if (kind === 'ours' && databaseUrl && proc.pid) void dropSchema(databaseUrl, `bench_crawl_${proc.pid}`).finally(() => resolve(result));
+      // The child drops its schema itself; this catches a child that died first (taskset keeps the pid: it execs node).
+      if ((kind === 'ours' || kind === 'ours-50') && databaseUrl && proc.pid) void dropSchema(databaseUrl, `bench_crawl_${proc.pid}`).finally(() => resolve(result));
       else resolve(result);
     });
   });
@@ -270,9 +400,9 @@ export interface CrawlOptions {
 }
 
 export interface CrawlRatio {
-  /** ours pages/s ÷ the faster Crawlee configuration's pages/s (goal ≥ 1.5). */
+  /** ours pages/s ÷ Crawlee's pages/s (goal ≥ 1.5 for the full job). */
   pagesPerSecond: number;
-  /** ours peak RSS ÷ that Crawlee configuration's peak RSS (goal < 1). */
+  /** ours peak RSS ÷ Crawlee's peak RSS (goal < 1). */
   peakRss: number;
 }
 
@@ -282,76 +412,111 @@ export interface CrawlSummary {
   latencyMs: number;
   averagePageBytes: number;
   database: 'postgres' | 'pglite';
+  /** Cores the site and the crawlers were pinned to, if any. */
+  pinned?: { site: string; crawler: string };
   results: Array<{ kind: Kind } & (Result | { error: string })>;
-  /** The faster Crawlee run (the conservative comparison), if any succeeded. */
   crawlee?: Result;
-  ratios: { fullJob?: CrawlRatio; crawlerOnly?: CrawlRatio };
+  ratios: {
+    fullJob?: CrawlRatio;
+    crawlerOnly?: CrawlRatio;
+    /** Our crawler alone ÷ the minimal crawler, pages/s (goal ≥ 0.9). */
+    crawlerVsMinimal?: number;
+    /** The conditional recrawl's time ÷ the first crawl's (goal < 0.3). */
+    recrawlShare?: number;
+  };
+  /** Requests the site got for a crawl with maxPages 50 (robots.txt and sitemap included; goal ≤ 55). */
+  requestsAtMaxPages50?: number;
 }
 
-/** Serves the generated site in this process and runs the four crawlers one after another, each in its own process. */
+/** Serves the generated site from its own process and runs the crawlers one after another, each in its own process. */
 export async function runCrawl(options: CrawlOptions = {}): Promise<CrawlSummary> {
   const pages = options.pages ?? 500;
   const concurrency = options.concurrency ?? 10;
   const latency = options.latencyMs ?? 20;
   const say = options.log ?? console.log;
-  const site = buildSite(pages);
-  const average = Math.round(site.reduce((sum, p) => sum + p.length, 0) / site.length);
-  const server = await serve(site, latency);
-  say(`crawl: site of ${pages} pages of ~${average} bytes, ${latency} ms latency, concurrency ${concurrency}; our job stores into ${options.databaseUrl ? 'PostgreSQL' : 'PGlite'}`);
+  const average = Math.round(buildSite(pages).reduce((sum, p) => sum + p.length, 0) / pages);
+  const pinned = pinning();
+  const site = await startSiteProcess(pages, latency, pinned?.site);
+  say(`crawl: site of ${pages} pages of ~${average} bytes, ${latency} ms latency, concurrency ${concurrency}; our job stores into ${options.databaseUrl ? 'PostgreSQL' : 'PGlite'}; ${pinned ? `site on core ${pinned.site}, crawlers on core ${pinned.crawler}` : 'no CPU pinning'}`);
   const results: CrawlSummary['results'] = [];
+  let requestsAtMaxPages50: number | undefined;
   try {
-    for (const kind of ['ours', 'ours-crawler', 'crawlee', 'crawlee-tuned'] as const) {
-      const r = await child(kind, server.url, pages, concurrency, options.databaseUrl);
+    for (const kind of ['ours', 'ours-crawler', 'minimal', 'crawlee', 'ours-50'] as const) {
+      const before = await site.requests();
+      const r = await child(kind, site.url, kind === 'ours-50' ? 50 : pages, concurrency, pinned?.crawler, options.databaseUrl);
+      if (kind === 'ours-50' && !('error' in r)) requestsAtMaxPages50 = (await site.requests()) - before;
       results.push({ kind, ...r });
       say('error' in r ? `  ${kind}: failed: ${r.error}` : `  ${r.crawler}: ${r.pages} pages in ${r.seconds.toFixed(2)} s, ${r.pagesPerSecond.toFixed(1)} pages/s, peak RSS ${r.peakRssMb} MB`);
     }
   } finally {
-    await server.close();
+    site.stop();
   }
   const ok = (kind: Kind) => results.find((r): r is { kind: Kind } & Result => r.kind === kind && !('error' in r));
-  const crawlees = [ok('crawlee'), ok('crawlee-tuned')].filter((r): r is { kind: Kind } & Result => r !== undefined);
-  // Against the faster Crawlee configuration: the conservative ratio.
-  const crawlee = crawlees.length > 0 ? crawlees.reduce((a, b) => (b.pagesPerSecond > a.pagesPerSecond ? b : a)) : undefined;
+  const crawlee = ok('crawlee');
   const ratio = (r: Result | undefined): CrawlRatio | undefined =>
     r && crawlee ? { pagesPerSecond: r.pagesPerSecond / crawlee.pagesPerSecond, peakRss: r.peakRssMb / crawlee.peakRssMb } : undefined;
+  const ours = ok('ours');
+  const alone = ok('ours-crawler');
+  const minimal = ok('minimal');
   return {
     pages,
     concurrency,
     latencyMs: latency,
     averagePageBytes: average,
     database: options.databaseUrl ? 'postgres' : 'pglite',
+    pinned,
     results,
     crawlee,
-    ratios: { fullJob: ratio(ok('ours')), crawlerOnly: ratio(ok('ours-crawler')) },
+    ratios: {
+      fullJob: ratio(ours),
+      crawlerOnly: ratio(alone),
+      crawlerVsMinimal: alone && minimal ? alone.pagesPerSecond / minimal.pagesPerSecond : undefined,
+      recrawlShare: ours?.recrawlSeconds !== undefined ? ours.recrawlSeconds / ours.seconds : undefined,
+    },
+    requestsAtMaxPages50,
   };
 }
 
 export function printCrawl(summary: CrawlSummary): void {
-  console.log(`\nCrawl — ${summary.pages}-page generated site (~${summary.averagePageBytes} B a page, ${summary.latencyMs} ms latency), concurrency ${summary.concurrency}; each crawler in its own process`);
+  const pin = summary.pinned ? `site on core ${summary.pinned.site}, crawlers on core ${summary.pinned.crawler}` : 'no CPU pinning';
+  console.log(`\nCrawl — ${summary.pages}-page generated site (~${summary.averagePageBytes} B a page, ${summary.latencyMs} ms latency), concurrency ${summary.concurrency}; each crawler in its own process; ${pin}`);
   for (const r of summary.results) {
     if ('error' in r) console.log(`  ${r.kind}: failed: ${r.error}`);
-    else console.log(`  ${r.crawler.padEnd(64)} ${String(r.pages).padStart(4)} pages  ${r.seconds.toFixed(2)} s  ${r.pagesPerSecond.toFixed(1).padStart(6)} pages/s  peak RSS ${r.peakRssMb} MB  (${r.note})`);
+    else {
+      const recrawl = r.recrawlSeconds !== undefined ? `  recrawl ${r.recrawlSeconds.toFixed(2)} s` : '';
+      console.log(`  ${r.crawler.padEnd(72)} ${String(r.pages).padStart(4)} pages  ${r.seconds.toFixed(2)} s  ${r.pagesPerSecond.toFixed(1).padStart(6)} pages/s  ${r.cpuMsPerPage.toFixed(1)} ms CPU a page  peak RSS ${r.peakRssMb} MB${recrawl}  (${r.note})`);
+    }
   }
-  for (const [label, ratio] of [['full job', summary.ratios.fullJob], ['crawler only', summary.ratios.crawlerOnly]] as const) {
-    if (!ratio) continue;
-    console.log(`ratio ours (${label}) / Crawlee: ${ratio.pagesPerSecond.toFixed(2)}x pages/s (goal >= 1.5x), ${ratio.peakRss.toFixed(2)}x peak RSS (goal < 1)`);
-  }
+  const { fullJob, crawlerOnly, crawlerVsMinimal, recrawlShare } = summary.ratios;
+  if (fullJob) console.log(`ratio ours (full job) / Crawlee: ${fullJob.pagesPerSecond.toFixed(2)}x pages/s (goal >= 1.5x), ${fullJob.peakRss.toFixed(2)}x peak RSS (goal < 1)`);
+  if (crawlerOnly) console.log(`ratio ours (crawler only) / Crawlee: ${crawlerOnly.pagesPerSecond.toFixed(2)}x pages/s, ${crawlerOnly.peakRss.toFixed(2)}x peak RSS`);
+  if (crawlerVsMinimal !== undefined) console.log(`ratio ours (crawler only) / minimal crawler: ${crawlerVsMinimal.toFixed(2)}x pages/s (goal >= 0.9x)`);
+  if (recrawlShare !== undefined) console.log(`conditional recrawl of the unchanged site / first crawl: ${(recrawlShare * 100).toFixed(0)}% of the time (goal < 30%)`);
+  if (summary.requestsAtMaxPages50 !== undefined) console.log(`requests for a crawl with maxPages 50: ${summary.requestsAtMaxPages50} (goal <= 55)`);
 }
 
 async function main(): Promise<void> {
   const childIndex = process.argv.indexOf('--child');
   const pages = arg('pages', 500);
   const concurrency = arg('concurrency', 10);
+  if (process.argv.includes('--site')) {
+    const site = await serve(buildSite(pages), arg('latency', 20));
+    process.stdout.write(`${site.url}\n`);
+    process.on('SIGTERM', () => void site.close().then(() => process.exit(0)));
+    return;
+  }
   if (childIndex >= 0) {
     const kind = process.argv[childIndex + 1];
     const root = process.argv[process.argv.indexOf('--root') + 1];
     try {
       const result =
-        kind === 'ours'
-          ? await runOurs(root, pages, concurrency)
+        kind === 'ours' || kind === 'ours-50'
+          ? await runOurs(root, pages, concurrency, kind === 'ours')
           : kind === 'ours-crawler'
             ? await runOursCrawlerOnly(root, pages, concurrency)
-            : await runCrawlee(root, pages, concurrency, kind === 'crawlee-tuned');
+            : kind === 'minimal'
+              ? await runMinimal(root, pages, concurrency)
+              : await runCrawlee(root, pages, concurrency);
       process.stdout.write(`${JSON.stringify(result)}\n`);
     } catch (error) {
       process.stdout.write(`${JSON.stringify({ error: error instanceof Error ? error.message : String(error) })}\n`);

@@ -114,15 +114,21 @@ function moreTargets(more: MoreResults): Check[] {
     if (!crawl.crawlee) {
       checks.push({ check: 'crawl vs Crawlee', db, value: 'no Crawlee run succeeded', target: 'comparison', pass: false });
     }
-    for (const [label, ratio] of [['full job', crawl.ratios.fullJob], ['crawler only', crawl.ratios.crawlerOnly]] as const) {
-      if (!crawl.crawlee) break;
-      if (!ratio) {
-        checks.push({ check: `crawl (${label}) vs Crawlee`, db, value: 'run failed', target: 'comparison', pass: false });
-        continue;
-      }
-      checks.push({ check: `crawl (${label}) pages/s ÷ Crawlee's`, db, value: `${fmt(ratio.pagesPerSecond, 2)}×`, target: '≥ 1.5×', pass: ratio.pagesPerSecond >= 1.5 });
-      checks.push({ check: `crawl (${label}) peak RSS ÷ Crawlee's`, db, value: `${fmt(ratio.peakRss, 2)}×`, target: '< 1×', pass: ratio.peakRss < 1 });
+    const full = crawl.ratios.fullJob;
+    if (crawl.crawlee && !full) checks.push({ check: 'crawl (full job) vs Crawlee', db, value: 'run failed', target: 'comparison', pass: false });
+    if (full) {
+      checks.push({ check: "crawl (full job) pages/s ÷ Crawlee's", db, value: `${fmt(full.pagesPerSecond, 2)}×`, target: '≥ 1.5×', pass: full.pagesPerSecond >= 1.5 });
+      checks.push({ check: "crawl (full job) peak RSS ÷ Crawlee's", db, value: `${fmt(full.peakRss, 2)}×`, target: '< 1×', pass: full.peakRss < 1 });
     }
+    const { crawlerVsMinimal, recrawlShare } = crawl.ratios;
+    checks.push(crawlerVsMinimal === undefined
+      ? { check: 'crawler alone vs minimal crawler', db, value: 'run failed', target: 'comparison', pass: false }
+      : { check: "crawler alone pages/s ÷ minimal crawler's", db, value: `${fmt(crawlerVsMinimal, 2)}×`, target: '≥ 0.9×', pass: crawlerVsMinimal >= 0.9 });
+    checks.push(recrawlShare === undefined
+      ? { check: 'conditional recrawl', db, value: 'run failed', target: 'comparison', pass: false }
+      : { check: 'conditional recrawl time ÷ first crawl', db, value: `${fmt(recrawlShare * 100, 0)} %`, target: '< 30 %', pass: recrawlShare < 0.3 });
+    const requests = crawl.requestsAtMaxPages50;
+    checks.push({ check: 'requests of a crawl with maxPages 50', db, value: requests === undefined ? 'run failed' : fmt(requests), target: '≤ 55', pass: requests !== undefined && requests <= 55 });
   }
   return checks;
 }

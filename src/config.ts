@@ -49,6 +49,11 @@ export interface Config {
     maxPageBytes: number;
     maxDelayMs: number;
     userAgent: string;
+    /** How often the workers look for websites due for a recrawl, and how many crawls one look starts at most. */
+    recrawlCheckMs: number;
+    recrawlBatch: number;
+    /** A crawl's deadline: no request starts after it, no Retry-After is waited for past it. */
+    deadlineMs: number;
   };
   /** An OpenAI-compatible embeddings endpoint; unset: the local hashing embedder. */
   embeddings: { url: string; apiKey: string | undefined; model: string; timeoutMs: number } | undefined;
@@ -216,6 +221,9 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
       maxPageBytes: int(env, 'CRAWL_MAX_PAGE_BYTES', 2 * 1024 * 1024, 1024, 50 * 1024 * 1024),
       maxDelayMs: int(env, 'CRAWL_MAX_DELAY_MS', 10_000, 0, 120_000),
       userAgent: env.CRAWL_USER_AGENT || 'm2m-knowledge-crawler/1.0',
+      recrawlCheckMs: int(env, 'CRAWL_RECRAWL_CHECK_MS', 60_000, 100, 86_400_000),
+      recrawlBatch: int(env, 'CRAWL_RECRAWL_BATCH', 10, 1, 1000),
+      deadlineMs: int(env, 'CRAWL_DEADLINE_MS', 2 * 3_600_000, 1_000, 24 * 3_600_000),
     },
     embeddings: embeddings(env),
   };

@@ -19,6 +19,7 @@ import type { Resolver } from './webhooks/ssrf.js';
 import { registerKnowledgeJobs } from './knowledge/jobs.js';
 import { GuardedFetcher } from './knowledge/fetch.js';
 import { createCrawlWorker } from './knowledge/crawler/worker.js';
+import { scheduleRecrawls } from './knowledge/crawler/recrawl.js';
 
 export interface Runtime {
   services: Services;
@@ -94,6 +95,7 @@ export async function createRuntime(config: Config, options: { clock?: Clock; lo
       await scheduleMaintenance(db, clock);
       await scheduleAutomation(db, clock);
       await schedulePreCheckin(db, clock);
+      await scheduleRecrawls(db, clock);
       await runner.start();
       await dispatcher.start();
     },

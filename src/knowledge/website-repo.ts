@@ -136,6 +136,17 @@ export const websiteRepo = {
     );
   },
 
+  /** The website row's counters (enabled pages' chunks and tokens), after its pages' `enabled` changed. */
+  async setTotals(db: Queryable, tenantId: string, sourceId: string, totals: { chunks: number; tokens: number }, now: Date): Promise<void> {
+    await db.query('UPDATE knowledge_sources SET chunk_count = $3, tokens = $4, updated_at = $5 WHERE tenant_id = $1 AND id = $2', [
+      tenantId, sourceId, totals.chunks, totals.tokens, now,
+    ]);
+  },
+
+  async touch(db: Queryable, tenantId: string, websiteId: string, now: Date): Promise<void> {
+    await db.query('UPDATE knowledge_websites SET updated_at = $3 WHERE tenant_id = $1 AND id = $2', [tenantId, websiteId, now]);
+  },
+
   /** A page's generation state (for a page read as a knowledge source). */
   async generationState(db: Queryable, generationId: string): Promise<'staging' | 'current' | 'superseded' | undefined> {
     const rows = await db.query<{ state: 'staging' | 'current' | 'superseded' }>('SELECT state FROM knowledge_website_generations WHERE id = $1', [generationId]);

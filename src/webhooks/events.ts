@@ -8,6 +8,8 @@ export const EVENT_SCOPES = {
   'conversation.handoff.updated': 'conversations:read',
   'crm.opportunity.created': 'crm:sales:read',
   'crm.opportunity.updated': 'crm:sales:read',
+  'knowledge.crawl.completed': 'knowledge:read',
+  'knowledge.crawl.failed': 'knowledge:read',
 } as const;
 
 export type EventType = keyof typeof EVENT_SCOPES;

@@ -1,4 +1,6 @@
+import type { Static } from 'typebox';
 import type { Queryable } from '../../db/driver.js';
+import type { ChangedPage, CrawlChanges } from './schema.js';
 
 export type CrawlStatus = 'queued' | 'running' | 'completed' | 'failed';
 export type CrawlPhase = 'queued' | 'crawling' | 'embedding' | 'finalizing';
@@ -26,6 +28,8 @@ export interface CrawlJobRow {
   error_code: string | null;
   error_message: string | null;
   run_attempt: number;
+  changes: Static<typeof CrawlChanges> | null;
+  changed_pages: Array<Static<typeof ChangedPage>>;
   created_at: Date;
   started_at: Date | null;
   completed_at: Date | null;
@@ -43,6 +47,8 @@ export interface CrawlWebsite {
   default_enabled: boolean;
   selection_rules: Array<{ kind: 'path' | 'page' | 'required'; key: string; enabled: boolean }>;
   current_generation_id: string | null;
+  recrawl_interval_hours: number | null;
+  failed_crawls: number;
   property_id: string | null;
   created_by: { id: string; displayName: string; email?: string } | null;
 }
@@ -72,7 +78,7 @@ export const crawlRepo = {
   async website(db: Queryable, websiteId: string, lock = false): Promise<CrawlWebsite | undefined> {
     const rows = await db.query<CrawlWebsite>(
       `SELECT w.id, w.tenant_id, w.source_id, w.root_url, w.crawl_depth, w.max_pages, w.default_enabled, w.selection_rules, w.current_generation_id,
-         s.property_id, s.created_by
+         w.recrawl_interval_hours, w.failed_crawls, s.property_id, s.created_by
        FROM knowledge_websites w JOIN knowledge_sources s ON s.id = w.source_id WHERE w.id = $1${lock ? ' FOR UPDATE OF w' : ''}`,
       [websiteId],
     );
@@ -99,6 +105,49 @@ export const crawlRepo = {
       `UPDATE knowledge_websites SET default_enabled = coalesce($2, default_enabled), selection_rules = coalesce($3::jsonb, selection_rules), updated_at = $4
        WHERE id = $1`,
       [websiteId, change.defaultEnabled ?? null, change.selectionRules ? JSON.stringify(change.selectionRules) : null, now],
+    );
+  },
+
+  /** The recrawl schedule: interval (undefined keeps it), next crawl time and failures in a row (undefined keeps it). */
+  async setSchedule(db: Queryable, websiteId: string, change: { intervalHours?: number | null; nextCrawlAt: Date | null; failedCrawls?: number }): Promise<void> {
+    await db.query(
+      `UPDATE knowledge_websites SET recrawl_interval_hours = CASE WHEN $2 THEN $3::int ELSE recrawl_interval_hours END, next_crawl_at = $4,
+         failed_crawls = coalesce($5, failed_crawls)
+       WHERE id = $1`,
+      [websiteId, change.intervalHours !== undefined, change.intervalHours ?? null, change.nextCrawlAt, change.failedCrawls ?? null],
+    );
+  },
+
+  async lastCrawledAt(db: Queryable, websiteId: string): Promise<Date | null> {
+    const rows = await db.query<{ last_crawled_at: Date | null }>('SELECT last_crawled_at FROM knowledge_websites WHERE id = $1', [websiteId]);
+    return rows[0]?.last_crawled_at ?? null;
+  },
+
+  async schedule(db: Queryable, tenantId: string, websiteId: string): Promise<{ recrawl_interval_hours: number | null; next_crawl_at: Date | null } | undefined> {
+    const rows = await db.query<{ recrawl_interval_hours: number | null; next_crawl_at: Date | null }>(
+      'SELECT recrawl_interval_hours, next_crawl_at FROM knowledge_websites WHERE tenant_id = $1 AND id = $2',
+      [tenantId, websiteId],
+    );
+    return rows[0];
+  },
+
+  async setTitle(db: Queryable, tenantId: string, sourceId: string, title: string, now: Date): Promise<void> {
+    await db.query('UPDATE knowledge_sources SET title = $3, updated_at = $4 WHERE tenant_id = $1 AND id = $2', [tenantId, sourceId, title, now]);
+  },
+
+  /**
+   * Websites of every tenant whose recrawl is due and that have no crawl queued or running, soonest first,
+   * locked for the caller's transaction (SKIP LOCKED: two schedulers never take the same website).
+   */
+  async claimDue(db: Queryable, now: Date, limit: number): Promise<Array<CrawlWebsite & { next_crawl_at: Date }>> {
+    return db.query<CrawlWebsite & { next_crawl_at: Date }>(
+      `SELECT w.id, w.tenant_id, w.source_id, w.root_url, w.crawl_depth, w.max_pages, w.default_enabled, w.selection_rules, w.current_generation_id,
+         w.recrawl_interval_hours, w.failed_crawls, w.next_crawl_at, NULL::text AS property_id, NULL::jsonb AS created_by
+       FROM knowledge_websites w
+       WHERE w.next_crawl_at <= $1 AND w.recrawl_interval_hours IS NOT NULL
+         AND NOT EXISTS (SELECT 1 FROM knowledge_crawl_jobs c WHERE c.website_id = w.id AND ${ACTIVE})
+       ORDER BY w.next_crawl_at, w.id LIMIT $2 FOR UPDATE OF w SKIP LOCKED`,
+      [now, limit],
     );
   },
 
@@ -132,17 +181,27 @@ export const crawlRepo = {
     );
   },
 
+  /** Whether failOrphans would fail anything (a read, so that reads of crawl jobs stay one statement). */
+  async hasOrphans(db: Queryable, tenantId: string): Promise<boolean> {
+    const rows = await db.query(
+      `SELECT 1 FROM knowledge_crawl_jobs c WHERE c.tenant_id = $1 AND ${ACTIVE} AND NOT EXISTS (
+         SELECT 1 FROM jobs j WHERE j.id = c.runner_job_id AND j.state IN ('queued', 'running')) LIMIT 1`,
+      [tenantId],
+    );
+    return rows.length > 0;
+  },
+
   /**
    * Fails the tenant's queued/running crawls whose runner job is gone or finished (it gave up, or was purged):
    * such a crawl will never run again, so it must not look alive. Returns the crawls' websites and staging generations.
    */
-  async failOrphans(db: Queryable, tenantId: string, now: Date): Promise<Array<{ website_id: string; generation_id: string }>> {
-    return db.query<{ website_id: string; generation_id: string }>(
+  async failOrphans(db: Queryable, tenantId: string, now: Date): Promise<Array<Pick<CrawlJobRow, 'id' | 'tenant_id' | 'website_id' | 'generation_id'>>> {
+    return db.query<Pick<CrawlJobRow, 'id' | 'tenant_id' | 'website_id' | 'generation_id'>>(
       `UPDATE knowledge_crawl_jobs c SET status = 'failed', error_code = 'crawl_lost',
          error_message = 'the worker running this crawl gave up on it; start a new crawl', completed_at = $2, updated_at = $2
        WHERE c.tenant_id = $1 AND ${ACTIVE} AND NOT EXISTS (
          SELECT 1 FROM jobs j WHERE j.id = c.runner_job_id AND j.state IN ('queued', 'running'))
-       RETURNING c.website_id, c.generation_id`,
+       RETURNING c.id, c.tenant_id, c.website_id, c.generation_id`,
       [tenantId, now],
     );
   },
@@ -178,11 +237,17 @@ export const crawlRepo = {
     return rows.length > 0;
   },
 
-  async complete(db: Queryable, id: string, attempt: number, result: { chunks: number; snapshotPages: number; now: Date }): Promise<boolean> {
+  async complete(
+    db: Queryable,
+    id: string,
+    attempt: number,
+    result: { chunks: number; snapshotPages: number; changes: CrawlJobRow['changes']; changedPages: CrawlJobRow['changed_pages']; now: Date },
+  ): Promise<boolean> {
     const rows = await db.query(
-      `UPDATE knowledge_crawl_jobs SET status = 'completed', phase = 'finalizing', chunks = $3, snapshot_pages = $4, completed_at = $5, updated_at = $5
+      `UPDATE knowledge_crawl_jobs SET status = 'completed', phase = 'finalizing', chunks = $3, snapshot_pages = $4, completed_at = $5, updated_at = $5,
+         changes = $6::jsonb, changed_pages = $7::jsonb
        WHERE id = $1 AND run_attempt = $2 AND status = 'running' RETURNING id`,
-      [id, attempt, result.chunks, result.snapshotPages, result.now],
+      [id, attempt, result.chunks, result.snapshotPages, result.now, JSON.stringify(result.changes), JSON.stringify(result.changedPages)],
     );
     return rows.length > 0;
   },

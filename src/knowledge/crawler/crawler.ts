@@ -1,17 +1,20 @@
 import { setMaxListeners } from 'node:events';
-import { MIN_TEXT_CHARS, extractPage, type ExtractedPage } from './extract.js';
-import { CrawlFetchError, type CrawlFetcher } from './fetcher.js';
+import { MIN_TEXT_CHARS } from './extract.js';
+import type { CrawlFetcher } from './fetcher.js';
 import { HostGate } from './gate.js';
+import { fetchPage, type Item, type PageFailure, type PageResult, type PreviousPage, type Validators } from './page-fetch.js';
 import { loadRobots, type RobotsPolicy } from './robots.js';
 import { isEnabled, requiredUrls, type SelectionRule } from './selection.js';
 import { sitemapUrls } from './sitemap.js';
 import { checkCrawlUrl, cleanUrl, pageKey, pathOf, resolveLink, siteOf } from './url.js';
 
+export type { PageFailure, PreviousPage };
+
 /** Most pages a website snapshot holds, enabled or not (the spec's pages array maximum). */
 export const PAGE_CAP = 500;
-const MAX_REDIRECTS = 5;
 const MAX_FAILURES_KEPT = 100;
-const HTML = /^\s*(text\/html|application\/xhtml\+xml)\s*(;|$)/i;
+/** Links kept with a page for a conditional recrawl (a 304 reuses them). */
+const MAX_LINKS_KEPT = 1000;
 
 export interface CrawlSettings {
   root: URL;
@@ -20,6 +23,8 @@ export interface CrawlSettings {
   maxPages: number;
   rules: readonly SelectionRule[];
   defaultEnabled: boolean;
+  /** Pages of the previous crawl by the page key they were stored at: asked for conditionally. */
+  previous?: ReadonlyMap<string, PreviousPage>;
 }
 
 export interface CrawlerOptions {
@@ -30,6 +35,8 @@ export interface CrawlerOptions {
   concurrencyPerHost: number;
   maxDelayMs: number;
   maxBytes: number;
+  /** How long the crawl may run: no request starts after it, and no Retry-After is waited for past it. */
+  deadlineMs: number;
   signal?: AbortSignal;
 }
 
@@ -40,14 +47,14 @@ export interface CrawledPage {
   canonicalUrl: string;
   path: string;
   title?: string;
+  /** Extracted text; empty for an unchanged page (`unchangedFrom`). */
   text: string;
   enabled: boolean;
-}
-
-export interface PageFailure {
-  url: string;
-  code: string;
-  message: string;
+  /** Same-site links followed from it (absolute URLs). */
+  links: string[];
+  validators: Validators;
+  /** The previous crawl's page it equals (a 304 answer): its text, chunks and vectors are reused. */
+  unchangedFrom?: string;
 }
 
 export interface CrawlCounters {
@@ -67,22 +74,11 @@ export class CrawlAbort extends Error {
   }
 }
 
-interface Item {
-  url: URL;
-  key: string;
-  depth: number;
+interface InFlight {
+  result: Promise<PageResult>;
+  /** Counted against maxPages while in flight (the page is predicted enabled). */
+  reserves: boolean;
 }
-
-type Result =
-  | { kind: 'page'; item: Item; final: URL; hops: string[]; page: ExtractedPage }
-  | { kind: 'failed'; item: Item; failure: PageFailure }
-  | { kind: 'skipped'; item: Item };
-
-const fail = (item: Item, url: URL | string, code: string, message: string): Result => ({
-  kind: 'failed',
-  item,
-  failure: { url: typeof url === 'string' ? url : url.href, code, message },
-});
 
 /**
  * A breadth-first crawl of one site. Pages are requested in queue order (several at once, at most
@@ -100,6 +96,7 @@ export class SiteCrawler {
   private readonly signal: AbortSignal;
   readonly counters: CrawlCounters = { pagesDiscovered: 0, pagesProcessed: 0, pagesFailed: 0 };
   readonly failures: PageFailure[] = [];
+  private readonly deadline: number;
   private storedCount = 0;
   private enabledCount = 0;
 
@@ -108,6 +105,7 @@ export class SiteCrawler {
     private readonly opts: CrawlerOptions,
   ) {
     this.site = siteOf(settings.root);
+    this.deadline = Date.now() + opts.deadlineMs;
     this.signal = opts.signal ? AbortSignal.any([opts.signal, this.stopper.signal]) : this.stopper.signal;
     // Every request and every request waiting for its host's turn listens to it: many listeners are expected.
     setMaxListeners(0, this.signal);
@@ -117,6 +115,7 @@ export class SiteCrawler {
   async run(sink: (page: CrawledPage) => Promise<void>): Promise<number> {
     const root = cleanUrl(this.settings.root);
     const rootRobots = await this.robotsFor(root);
+    if (rootRobots.hostNotFound) throw new CrawlAbort('host_not_found', `nothing was crawled: ${rootRobots.reason}`);
     if (rootRobots.kind === 'disallow_all') throw new CrawlAbort('robots_unavailable', `nothing was crawled: ${rootRobots.reason}`);
     await this.enqueue(root, 0);
     for (const url of requiredUrls(this.settings.rules, root)) await this.enqueue(cleanUrl(url), 0);
@@ -134,31 +133,52 @@ export class SiteCrawler {
     });
     for (const url of listed) await this.enqueue(cleanUrl(url), 1);
 
-    const window: Array<Promise<Result>> = [];
+    const window: InFlight[] = [];
     const windowSize = this.opts.concurrencyPerHost * 2 + 2;
     let next = 0;
     let launched = 0;
+    // Requests in flight that may still become a stored page (all of them), or an enabled one (those predicted enabled).
+    let reservedEnabled = 0;
     try {
       for (;;) {
         if (this.enabledCount >= this.settings.maxPages || this.storedCount >= PAGE_CAP) break;
-        while (window.length < windowSize && next < this.queue.length && launched < fetchBudget) {
-          const item = this.queue[next++];
-          if (this.stored.has(item.key)) continue;
+        while (window.length < windowSize && next < this.queue.length && launched < fetchBudget && Date.now() < this.deadline) {
+          const item = this.queue[next];
+          if (this.stored.has(item.key)) {
+            next += 1;
+            continue;
+          }
+          // Never fetch ahead past what may still be stored: every request in flight could end up a stored page.
+          const reserves = this.predictEnabled(item);
+          if (this.storedCount + window.length >= PAGE_CAP) break;
+          if (reserves && this.enabledCount + reservedEnabled >= this.settings.maxPages) break;
+          next += 1;
           launched += 1;
-          window.push(this.fetchPage(item));
+          if (reserves) reservedEnabled += 1;
+          window.push({ result: this.fetchPage(item), reserves });
         }
         const head = window.shift();
         if (!head) break;
-        await this.consume(await head, sink);
+        const result = await head.result;
+        if (head.reserves) reservedEnabled -= 1;
+        await this.consume(result, sink);
         this.signal.throwIfAborted();
       }
     } finally {
-      // Pages fetched ahead of a reached limit are not wanted.
+      // Requests still in flight (a crawl that ends early, on a limit or an error) are not wanted.
       this.stopper.abort(new Error('crawl finished'));
-      await Promise.allSettled(window);
+      await Promise.allSettled(window.map((w) => w.result));
     }
     this.opts.signal?.throwIfAborted();
     return this.storedCount;
+  }
+
+  /**
+   * Whether the page at this URL will count against maxPages, judged by its URL before it is fetched (its
+   * canonical URL, known only after, may still change that: such a page is dropped if maxPages is reached).
+   */
+  private predictEnabled(item: Item): boolean {
+    return isEnabled({ url: item.key, canonicalUrl: item.key, path: pathOf(item.url) }, this.settings.rules, this.settings.defaultEnabled, this.settings.root);
   }
 
   private robotsFor(url: URL): Promise<RobotsPolicy> {
@@ -196,39 +216,18 @@ export class SiteCrawler {
     this.counters.pagesDiscovered += 1;
   }
 
-  /** Fetches one page, following redirects hop by hop (each hop: SSRF checks, same site, robots, not stored yet). Never rejects. */
-  private async fetchPage(item: Item): Promise<Result> {
-    let target = item.url;
-    const hops: string[] = [];
-    try {
-      for (let hop = 0; hop <= MAX_REDIRECTS; hop += 1) {
-        if (!(await this.robotsFor(target)).allows(target)) return fail(item, target, 'robots_disallowed', 'robots.txt disallows this URL');
-        const gate = await this.gateFor(target);
-        const answer = await gate.run(() => this.opts.fetcher.get(target, (type) => HTML.test(type), 'text/html,application/xhtml+xml;q=0.9,*/*;q=0.1', this.signal), this.signal);
-        if (answer.status >= 300 && answer.status < 400 && answer.location) {
-          let next: URL;
-          try {
-            next = cleanUrl(checkCrawlUrl(new URL(answer.location, target), this.opts.allowPrivate));
-          } catch (error) {
-            return fail(item, target, 'blocked_destination', `redirect to a refused URL: ${(error as Error).message}`);
-          }
-          if (siteOf(next) !== this.site) return fail(item, target, 'offsite_redirect', `redirects off the site to ${next.host}`);
-          const key = pageKey(next);
-          if (this.stored.has(key)) return { kind: 'skipped', item };
-          hops.push(key);
-          target = next;
-          continue;
-        }
-        if (answer.status < 200 || answer.status >= 300) return fail(item, target, 'http_status', `HTTP ${answer.status}`);
-        if (!answer.body) return fail(item, target, 'unsupported_content_type', `not an HTML page (${answer.contentType ?? 'no content type'})`);
-        return { kind: 'page', item, final: target, hops, page: extractPage(answer.body.toString('utf8')) };
-      }
-      return fail(item, target, 'redirect', `more than ${MAX_REDIRECTS} redirects`);
-    } catch (error) {
-      if (error instanceof CrawlFetchError) return fail(item, target, error.code, error.message);
-      if (this.signal.aborted) return { kind: 'skipped', item };
-      return fail(item, target, 'internal_error', error instanceof Error ? error.message : String(error));
-    }
+  private fetchPage(item: Item): Promise<PageResult> {
+    return fetchPage(item, {
+      fetcher: this.opts.fetcher,
+      allowPrivate: this.opts.allowPrivate,
+      site: this.site,
+      signal: this.signal,
+      robotsFor: (url) => this.robotsFor(url),
+      gateFor: (url) => this.gateFor(url),
+      isStored: (key) => this.stored.has(key),
+      previous: (key) => this.settings.previous?.get(key),
+      deadline: this.deadline,
+    });
   }
 
   private recordFailure(failure: PageFailure): void {
@@ -236,44 +235,58 @@ export class SiteCrawler {
     if (this.failures.length < MAX_FAILURES_KEPT) this.failures.push({ ...failure, message: failure.message.slice(0, 500) });
   }
 
-  private async consume(result: Result, sink: (page: CrawledPage) => Promise<void>): Promise<void> {
+  /** Same-site links of a page the crawler may request (cleaned, in page order, once each); none when it is nofollow. */
+  private followedLinks(links: readonly string[], base: URL, nofollow: boolean): URL[] {
+    if (nofollow) return [];
+    const out = new Map<string, URL>();
+    for (const href of links) {
+      const link = resolveLink(href, base);
+      if (!link) continue;
+      try {
+        const url = cleanUrl(checkCrawlUrl(link, this.opts.allowPrivate));
+        if (siteOf(url) === this.site && !out.has(url.href)) out.set(url.href, url);
+      } catch {
+        // not a URL the crawler may request
+      }
+    }
+    return [...out.values()];
+  }
+
+  /** The page's canonical page key: a same-site <link rel="canonical"> the crawler could fetch, else its own key. */
+  private canonicalKey(declaredHref: string | undefined, base: URL, finalKey: string): string {
+    const declared = declaredHref ? resolveLink(declaredHref, base) : undefined;
+    if (!declared || siteOf(declared) !== this.site) return finalKey;
+    try {
+      return pageKey(checkCrawlUrl(declared, this.opts.allowPrivate));
+    } catch {
+      return finalKey;
+    }
+  }
+
+  private async consume(result: PageResult, sink: (page: CrawledPage) => Promise<void>): Promise<void> {
     this.counters.pagesProcessed += 1;
     if (result.kind === 'skipped') return;
     if (result.kind === 'failed') {
       this.recordFailure(result.failure);
       return;
     }
-    const { item, final, page } = result;
+    const { item, final } = result;
     for (const key of result.hops) this.scheduled.add(key);
     const finalKey = pageKey(final);
     if (this.stored.has(finalKey)) return;
-    const base = (page.base && resolveLink(page.base, final)) || final;
-    let canonical = finalKey;
-    const declared = page.canonical ? resolveLink(page.canonical, base) : undefined;
-    if (declared && siteOf(declared) === this.site) {
-      try {
-        canonical = pageKey(checkCrawlUrl(declared, this.opts.allowPrivate));
-      } catch {
-        // a canonical the crawler could not fetch either is ignored
-      }
-    }
+    const page = result.kind === 'page' ? result.page : undefined;
+    const base = (page?.base && resolveLink(page.base, final)) || final;
+    const canonical = page ? this.canonicalKey(page.canonical, base, finalKey) : result.kind === 'unchanged' ? result.previous.canonicalKey : finalKey;
     if (this.stored.has(canonical)) return;
     this.stored.add(finalKey).add(canonical);
     this.scheduled.add(canonical);
 
-    if (!page.nofollow && item.depth < this.settings.crawlDepth) {
-      for (const href of page.links) {
-        const link = resolveLink(href, base);
-        if (!link) continue;
-        try {
-          await this.enqueue(cleanUrl(checkCrawlUrl(link, this.opts.allowPrivate)), item.depth + 1);
-        } catch {
-          // not a URL the crawler may request
-        }
-      }
+    const links = page ? this.followedLinks(page.links, base, page.nofollow) : result.kind === 'unchanged' ? result.previous.links.map((href) => new URL(href)) : [];
+    if (item.depth < this.settings.crawlDepth) {
+      for (const link of links) await this.enqueue(link, item.depth + 1);
     }
-    if (page.noindex) return this.recordFailure({ url: final.href, code: 'noindex', message: 'the page asks not to be indexed (meta robots noindex)' });
-    if (page.text.length < MIN_TEXT_CHARS) {
+    if (page?.noindex) return this.recordFailure({ url: final.href, code: 'noindex', message: 'the page asks not to be indexed (meta robots noindex)' });
+    if (page && page.text.length < MIN_TEXT_CHARS) {
       return this.recordFailure({ url: final.href, code: 'thin_content', message: `only ${page.text.length} characters of text (at least ${MIN_TEXT_CHARS} needed)` });
     }
     const canonicalUrl = new URL(canonical);
@@ -281,6 +294,17 @@ export class SiteCrawler {
     if (enabled && this.enabledCount >= this.settings.maxPages) return;
     this.storedCount += 1;
     if (enabled) this.enabledCount += 1;
-    await sink({ order: this.storedCount - 1, url: final.href, canonicalUrl: canonical, path: pathOf(canonicalUrl), title: page.title, text: page.text, enabled });
+    await sink({
+      order: this.storedCount - 1,
+      url: final.href,
+      canonicalUrl: canonical,
+      path: pathOf(canonicalUrl),
+      title: page?.title,
+      text: page?.text ?? '',
+      enabled,
+      links: links.slice(0, MAX_LINKS_KEPT).map((link) => link.href),
+      validators: result.validators,
+      unchangedFrom: result.kind === 'unchanged' ? result.previous.id : undefined,
+    });
   }
 }

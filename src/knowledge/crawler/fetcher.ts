@@ -5,7 +5,7 @@ import { guardedConnector } from '../../webhooks/http-client.js';
 import { BlockedDestinationError, type Resolver } from '../../webhooks/ssrf.js';
 import { errorChain } from '../../util/error-chain.js';
 
-export type FetchErrorCode = 'blocked_destination' | 'timeout' | 'too_large' | 'connection';
+export type FetchErrorCode = 'blocked_destination' | 'timeout' | 'too_large' | 'connection' | 'host_not_found';
 
 /** A request that got no usable answer. */
 export class CrawlFetchError extends Error {
@@ -37,6 +37,11 @@ export interface Answer {
   contentType?: string;
   /** The body of a 2xx answer whose content type was accepted. */
   body?: Buffer;
+  /** Validators a later conditional request sends back (ETag, Last-Modified), as sent. */
+  etag?: string;
+  lastModified?: string;
+  /** Retry-After of a 429 or 503, as sent. */
+  retryAfter?: string;
 }
 
 function header(value: string | string[] | undefined): string | undefined {
@@ -81,7 +86,7 @@ export class CrawlFetcher {
    * at maxBytes); any other answer comes back without one. No answer at all throws CrawlFetchError; the
    * caller's `signal` aborting rethrows its reason.
    */
-  async get(url: URL, accept: (contentType: string) => boolean, acceptHeader: string, signal?: AbortSignal): Promise<Answer> {
+  async get(url: URL, accept: (contentType: string) => boolean, acceptHeader: string, signal?: AbortSignal, extraHeaders?: Record<string, string>): Promise<Answer> {
     const deadline = AbortSignal.timeout(this.opts.timeoutMs);
     const combined = signal ? AbortSignal.any([signal, deadline]) : deadline;
     let body: Readable | undefined;
@@ -89,21 +94,23 @@ export class CrawlFetcher {
       const res = await request(url, {
         dispatcher: this.agent,
         method: 'GET',
-        headers: { 'user-agent': this.opts.userAgent, accept: acceptHeader, 'accept-encoding': 'gzip, deflate, br' },
+        headers: { ...extraHeaders, 'user-agent': this.opts.userAgent, accept: acceptHeader, 'accept-encoding': 'gzip, deflate, br' },
         signal: combined,
       });
       body = res.body;
       const status = res.statusCode;
       const contentType = header(res.headers['content-type']);
+      const validators = { etag: header(res.headers.etag), lastModified: header(res.headers['last-modified']) };
+      // A 304's (empty) body and any other 3xx body are never read.
       if (status >= 300 && status < 400) {
         body.on('error', () => undefined).destroy();
-        return { status, location: header(res.headers.location), contentType };
+        return { status, location: header(res.headers.location), contentType, ...validators };
       }
       if (status < 200 || status >= 300 || !accept(contentType ?? '')) {
         body.on('error', () => undefined).destroy();
-        return { status, contentType };
+        return { status, contentType, retryAfter: header(res.headers['retry-after']) };
       }
-      return { status, contentType, body: await this.read(body, header(res.headers['content-encoding'])) };
+      return { status, contentType, ...validators, body: await this.read(body, header(res.headers['content-encoding'])) };
     } catch (error) {
       body?.on('error', () => undefined).destroy();
       if (signal?.aborted) throw signal.reason ?? error;
@@ -115,6 +122,10 @@ export class CrawlFetcher {
       }
       if (deadline.aborted || errors.some((e) => typeof e.code === 'string' && e.code.startsWith('UND_ERR_') && e.code.includes('TIMEOUT'))) {
         throw new CrawlFetchError('timeout', `no complete answer within ${this.opts.timeoutMs} ms`);
+      }
+      // The name does not resolve (any more): a site that vanished, told apart from one that is down.
+      if (errors.some((e) => e.code === 'ENOTFOUND' || e.code === 'ENODATA')) {
+        throw new CrawlFetchError('host_not_found', `the host ${url.hostname} could not be found (DNS)`);
       }
       const code = errors.map((e) => (typeof e.code === 'string' ? e.code : '')).find(Boolean);
       const message = error instanceof Error ? error.message : String(error);

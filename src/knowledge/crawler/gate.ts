@@ -1,6 +1,7 @@
 /**
  * Politeness per host: at most `limit` requests at once, and with a Crawl-delay one request at a time with
- * at least `delayMs` between the starts of two requests. Waiters are served first come, first served.
+ * at least `delayMs` between the starts of two requests; after a Retry-After, none until the host's time.
+ * Waiters are served first come, first served.
  */
 export class HostGate {
   private active = 0;
@@ -12,14 +13,17 @@ export class HostGate {
     private readonly delayMs: number,
   ) {}
 
+  /** The host asked to be left alone (Retry-After): no request starts before `until` (epoch ms). */
+  pauseUntil(until: number): void {
+    this.nextStart = Math.max(this.nextStart, until);
+  }
+
   async run<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
     await this.acquire(signal);
     try {
-      if (this.delayMs > 0) {
-        const wait = this.nextStart - Date.now();
-        if (wait > 0) await sleep(wait, signal);
-        this.nextStart = Date.now() + this.delayMs;
-      }
+      const wait = this.nextStart - Date.now();
+      if (wait > 0) await sleep(wait, signal);
+      if (this.delayMs > 0) this.nextStart = Date.now() + this.delayMs;
       return await fn();
     } finally {
       this.release();

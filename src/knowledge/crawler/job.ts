@@ -1,10 +1,13 @@
 import type { Db } from '../../db/driver.js';
 import { LeaseLostError, type ClaimedJob, type JobContext, type JobRunner } from '../../jobs/runner.js';
+import { compareGenerations } from './changes.js';
+import { emitCrawlCompleted } from './crawl-events.js';
 import { crawlRepo, type CrawlJobRow, type CrawlWebsite } from './crawl-repo.js';
-import { CrawlAbort, SiteCrawler, type CrawlerOptions } from './crawler.js';
+import { CrawlAbort, SiteCrawler, type CrawlerOptions, type PreviousPage } from './crawler.js';
 import { EmbeddingError, type Embedder } from './embedder.js';
-import { isEnabled } from './selection.js';
-import { snapshotRepo } from './snapshot-repo.js';
+import { applySelection } from './enablement.js';
+import { afterCrawlCompleted, afterCrawlFailed } from './outcome.js';
+import { snapshotRepo, type ReusablePage } from './snapshot-repo.js';
 import { pageKey } from './url.js';
 import { SnapshotWriter } from './writer.js';
 
@@ -29,10 +32,7 @@ function describe(error: unknown): string {
 async function failCrawl(deps: CrawlJobDeps, ctx: JobContext, crawl: CrawlJobRow, code: string, message: string): Promise<void> {
   await deps.db.transaction(async (tx) => {
     const now = ctx.clock.now();
-    if (await crawlRepo.fail(tx, crawl.id, { code, message, now })) {
-      await snapshotRepo.discard(tx, crawl.generation_id, true);
-      await snapshotRepo.setWebsiteStatus(tx, crawl.website_id, 'failed', now);
-    }
+    if (await crawlRepo.fail(tx, crawl.id, { code, message, now })) await afterCrawlFailed(tx, now, crawl);
     await ctx.completeIn(tx);
   });
   ctx.log.info({ crawlJobId: crawl.id, code, message }, 'crawl failed');
@@ -63,33 +63,36 @@ async function finalize(deps: CrawlJobDeps, ctx: JobContext, crawl: CrawlJobRow,
     const now = ctx.clock.now();
     const website = await crawlRepo.website(tx, crawl.website_id, true);
     if (!website) throw new CrawlAbort('website_missing', 'the website no longer exists');
-    const root = new URL(website.root_url);
-    const pages = await snapshotRepo.pages(tx, crawl.generation_id);
-    const flips: Record<'on' | 'off', string[]> = { on: [], off: [] };
-    let chunks = 0;
-    let enabledChunks = 0;
-    let enabledTokens = 0;
-    for (const page of pages) {
-      const enabled = isEnabled(
-        { url: pageKey(new URL(page.url)), canonicalUrl: page.canonical_url, path: page.path },
-        website.selection_rules,
-        website.default_enabled,
-        root,
-      );
-      if (enabled !== page.enabled) flips[enabled ? 'on' : 'off'].push(page.id);
-      chunks += page.chunk_count;
-      if (enabled) {
-        enabledChunks += page.chunk_count;
-        enabledTokens += page.tokens;
-      }
-    }
-    await snapshotRepo.setEnabled(tx, flips.on, true, now);
-    await snapshotRepo.setEnabled(tx, flips.off, false, now);
-    if (!(await crawlRepo.complete(tx, crawl.id, attempt, { chunks, snapshotPages: pages.length, now }))) throw new LeaseLostError(runnerJobId);
+    const totals = await applySelection(tx, website, crawl.generation_id, now);
+    const previous = website.current_generation_id ? await snapshotRepo.pages(tx, website.current_generation_id) : [];
+    const { changes, changedPages } = compareGenerations(previous, totals.pages);
+    const result = { chunks: totals.chunks, snapshotPages: totals.pages.length, changes, changedPages, now };
+    if (!(await crawlRepo.complete(tx, crawl.id, attempt, result))) throw new LeaseLostError(runnerJobId);
     await snapshotRepo.promote(tx, website.id, crawl.generation_id, now);
-    await snapshotRepo.finishWebsite(tx, { id: website.id, sourceId: website.source_id }, crawl.generation_id, { chunks: enabledChunks, tokens: enabledTokens }, now);
+    await snapshotRepo.finishWebsite(tx, { id: website.id, sourceId: website.source_id }, crawl.generation_id, { chunks: totals.enabledChunks, tokens: totals.enabledTokens }, now);
+    await afterCrawlCompleted(tx, now, website);
+    await emitCrawlCompleted(tx, now, crawl, changes);
     await ctx.completeIn(tx);
   });
+}
+
+/**
+ * Pages a recrawl asks for conditionally, by the page key they were stored at: those whose chunks it can
+ * reuse, with a validator to send and their followed links kept (pages stored before links were kept have none).
+ */
+function previousPages(reusable: readonly ReusablePage[]): Map<string, PreviousPage> {
+  const out = new Map<string, PreviousPage>();
+  for (const page of reusable) {
+    if (!page.followed_links || (!page.http_etag && !page.http_last_modified)) continue;
+    out.set(pageKey(new URL(page.url)), {
+      id: page.id,
+      canonicalKey: page.canonical_url,
+      links: page.followed_links,
+      etag: page.http_etag ?? undefined,
+      lastModified: page.http_last_modified ?? undefined,
+    });
+  }
+  return out;
 }
 
 async function crawlOnce(deps: CrawlJobDeps, job: ClaimedJob, ctx: JobContext, crawl: CrawlJobRow, website: CrawlWebsite): Promise<void> {
@@ -103,6 +106,7 @@ async function crawlOnce(deps: CrawlJobDeps, job: ClaimedJob, ctx: JobContext, c
       maxPages: website.max_pages,
       rules: website.selection_rules,
       defaultEnabled: website.default_enabled,
+      previous: previousPages(reusable),
     },
     { ...deps.crawler, signal: ctx.signal },
   );
@@ -121,7 +125,7 @@ async function crawlOnce(deps: CrawlJobDeps, job: ClaimedJob, ctx: JobContext, c
       now: () => ctx.clock.now(),
       status,
     },
-    new Map(reusable.map((page) => [page.content_hash, page])),
+    reusable,
   );
   // Failed pages do not reach the writer: counters also go out on a timer while pages are being fetched.
   let ticking = false;

@@ -1,5 +1,5 @@
 import { defineOperation } from '../../operations/define.js';
-import { CrawlJobEnvelope, CrawlJobParams, CrawlJobs, CrawlListQuery, StartCrawlBody } from './schema.js';
+import { CrawlJobEnvelope, CrawlJobParams, CrawlJobs, CrawlListQuery, StartCrawlBody, UpdateWebsiteBody, WebsiteEnvelope, WebsiteParams } from './schema.js';
 
 const common = { area: 'knowledge', tag: 'Knowledge' } as const;
 const at = '2026-11-24T10:00:00.000Z';
@@ -68,5 +68,25 @@ export const crawlOperations = [
     extension: true,
     examples: { response: { job: { ...job, status: 'completed', completedAt: at }, failedPages: [{ url: 'https://hotel.example/old-offer', code: 'http_status', message: 'HTTP 404' }] } },
     handler: (s, ctx, input) => s.crawls.getJob(ctx, input),
+  }),
+  defineOperation({
+    ...common,
+    operationId: 'updateWebsite',
+    sdk: 'knowledge.websites.update',
+    method: 'PATCH',
+    path: '/knowledge/websites/{websiteId}',
+    summary: 'Edit a managed website',
+    description:
+      "Changes a website's title, recrawl interval (recrawlIntervalHours, null: never by itself), defaultEnabled or selection rules. Changed rules apply to the pages of its current crawl at once, without crawling. Answers the website item with its recrawl schedule beside it.",
+    scopes: ['knowledge:write'],
+    params: WebsiteParams,
+    body: UpdateWebsiteBody,
+    status: 200,
+    response: WebsiteEnvelope,
+    errors: [404],
+    extension: true,
+    hints: { idempotent: true },
+    examples: { request: { recrawlIntervalHours: 24, selectionRules: [{ kind: 'path', key: '/blog', enabled: false }] } },
+    handler: (s, ctx, input) => s.crawls.updateWebsite(ctx, input),
   }),
 ];

@@ -8,6 +8,8 @@ export interface RobotsPolicy {
   kind: 'parsed' | 'allow_all' | 'disallow_all';
   /** Why, for disallow_all. */
   reason?: string;
+  /** disallow_all because the host name does not resolve. */
+  hostNotFound?: boolean;
   allows(url: URL): boolean;
   /** Crawl-delay for our agent (or *), in milliseconds, capped; 0 when none. */
   crawlDelayMs: number;
@@ -57,7 +59,9 @@ export async function loadRobots(origin: string, opts: RobotsOptions): Promise<R
     try {
       answer = await opts.fetcher.get(target, () => true, 'text/plain, */*;q=0.5', opts.signal);
     } catch (error) {
-      if (error instanceof CrawlFetchError) return fixed('disallow_all', `robots.txt unreachable (${error.code}: ${error.message})`);
+      if (error instanceof CrawlFetchError) {
+        return { ...fixed('disallow_all', `robots.txt unreachable (${error.code}: ${error.message})`), hostNotFound: error.code === 'host_not_found' };
+      }
       throw error;
     }
     if (answer.status >= 300 && answer.status < 400 && answer.location) {

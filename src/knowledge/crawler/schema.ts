@@ -10,6 +10,17 @@ const Count = Type.Integer({ minimum: 0 });
 export const CRAWL_STATUSES = ['queued', 'running', 'completed', 'failed'] as const;
 export const CRAWL_PHASES = ['queued', 'crawling', 'embedding', 'finalizing'] as const;
 
+/** A completed crawl's pages against the previous current generation, by canonical URL and text hash. */
+export const CrawlChanges = Type.Object(
+  { new: Count, changed: Count, same: Count, removed: Count },
+  { ...closed, description: "Pages against the previous current generation (by canonical URL and text hash); set once the crawl completed" },
+);
+
+export const ChangedPage = Type.Object(
+  { url: Type.String({ maxLength: 2048 }), changeStatus: StringEnum(['new', 'changed', 'removed']) },
+  closed,
+);
+
 export const KnowledgeCrawlJob = Type.Object(
   {
     jobId: Id,
@@ -31,6 +42,7 @@ export const KnowledgeCrawlJob = Type.Object(
     completedAt: Type.Optional(Stamp),
     updatedAt: Stamp,
     snapshotPages: Type.Optional(Count),
+    changes: Type.Optional(CrawlChanges),
   },
   { $id: 'KnowledgeCrawlJob', ...closed },
 );
@@ -46,6 +58,9 @@ export const CrawlJobEnvelope = Type.Object(
     job: Ref(KnowledgeCrawlJob),
     failedPages: Type.Optional(
       Type.Array(FailedPage, { maxItems: 100, description: 'Pages of this crawl that could not be stored (at most 100), with the reason' }),
+    ),
+    changedPages: Type.Optional(
+      Type.Array(ChangedPage, { maxItems: 500, description: 'New, changed and removed pages of a completed crawl (at most 500); empty before it completes' }),
     ),
   },
   closed,
@@ -75,6 +90,9 @@ const websiteFields = {
   propertyId: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
   defaultEnabled: Type.Optional(Type.Boolean({ description: 'Extension: whether pages no rule matches are enabled (default true)' })),
   selectionRules: Type.Optional(Type.Array(SelectionRuleInput, { maxItems: 100, description: 'Extension: the website selection rules' })),
+  recrawlIntervalHours: Type.Optional(
+    Type.Union([Type.Integer({ minimum: 1, maximum: 720 }), Type.Null()], { description: 'Hours between crawls the workers start by themselves; null: never' }),
+  ),
 };
 
 /** Admin: a managed website (a crawl is queued at once). */
@@ -92,6 +110,29 @@ export const StartCrawlBody = Type.Object(
     propertyId: websiteFields.propertyId,
     defaultEnabled: websiteFields.defaultEnabled,
     selectionRules: websiteFields.selectionRules,
+    recrawlIntervalHours: websiteFields.recrawlIntervalHours,
   },
   Strict,
+);
+
+export const WebsiteParams = Type.Object({ websiteId: Type.String({ minLength: 1, maxLength: 128 }) }, Strict);
+
+/** PATCH /knowledge/websites/{websiteId}: any of these (rules replace the website's, and apply to its pages at once). */
+export const UpdateWebsiteBody = Type.Object(
+  {
+    title: Type.Optional(Type.String({ minLength: 1, maxLength: 160 })),
+    recrawlIntervalHours: websiteFields.recrawlIntervalHours,
+    defaultEnabled: websiteFields.defaultEnabled,
+    selectionRules: websiteFields.selectionRules,
+  },
+  { ...Strict, minProperties: 1 },
+);
+
+export const WebsiteEnvelope = Type.Object(
+  {
+    website: Type.Ref('KnowledgeWebsite'),
+    recrawlIntervalHours: Type.Union([Type.Integer({ minimum: 1, maximum: 720 }), Type.Null()], { description: 'The website\'s recrawl interval (the website item has no such field)' }),
+    nextCrawlAt: Type.Optional(Type.String({ maxLength: 128, description: 'When the workers start the next scheduled crawl' })),
+  },
+  closed,
 );

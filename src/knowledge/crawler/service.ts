@@ -1,26 +1,29 @@
 import type { Static } from 'typebox';
 import type { Ctx } from '../../context.js';
-import type { CrawlJobParams, CrawlListQuery, CreateWebsiteBody, StartCrawlBody } from './schema.js';
+import type { CrawlJobParams, CrawlListQuery, CreateWebsiteBody, StartCrawlBody, UpdateWebsiteBody, WebsiteParams } from './schema.js';
 import type { Clock } from '../../clock.js';
-import type { Db, Tx } from '../../db/driver.js';
+import type { Db } from '../../db/driver.js';
 import { conflict, invalid, notFound } from '../../errors.js';
 import { newId } from '../../ids.js';
-import { enqueue } from '../../jobs/queue.js';
 import { createdByOf, requireProperty, resolveScope } from '../common.js';
 import { sourceRepo } from '../repo.js';
 import { websiteView } from '../views.js';
 import { websiteRepo } from '../website-repo.js';
+import { iso } from '../../util/time.js';
 import { crawlRepo } from './crawl-repo.js';
-import { CRAWL_RUNNER_ATTEMPTS, TASK_CRAWL } from './job.js';
+import { applySelection } from './enablement.js';
+import { afterCrawlFailed } from './outcome.js';
+import { queueCrawl } from './queue-crawl.js';
+import { nextCrawlAt } from './schedule.js';
 import { ruleProblem, type SelectionRule } from './selection.js';
-import { snapshotRepo } from './snapshot-repo.js';
 import { CrawlUrlError, checkCrawlUrl, normalizeRootUrl } from './url.js';
 import { crawlJobView } from './view.js';
 
 export type WebsiteInput = Static<typeof CreateWebsiteBody>;
 export type StartCrawlInput = Static<typeof StartCrawlBody>;
+export type WebsiteUpdate = Static<typeof WebsiteParams> & Static<typeof UpdateWebsiteBody>;
 
-const WEBSITE_FIELDS = ['rootUrl', 'title', 'crawlDepth', 'maxPages', 'scope', 'propertyId'] as const;
+const WEBSITE_FIELDS = ['rootUrl', 'title', 'crawlDepth', 'maxPages', 'scope', 'propertyId', 'recrawlIntervalHours'] as const;
 
 /** Managed websites and their crawl jobs. The crawl itself runs as a job (job.ts). */
 export class CrawlService {
@@ -43,24 +46,6 @@ export class CrawlService {
       const problem = ruleProblem(rule, root);
       if (problem) throw invalid(`body.selectionRules.${i}.key`, problem);
     });
-  }
-
-  /** Queues a crawl of the website (inside the caller's transaction): a staging generation, the crawl job and its runner job. */
-  private async queueCrawl(tx: Tx, website: { id: string; tenantId: string; rootUrl: string; crawlDepth: number; maxPages: number }): Promise<string> {
-    const now = this.clock.now();
-    const id = newId('crawl');
-    const generationId = newId('wgen');
-    await snapshotRepo.insertGeneration(tx, { id: generationId, tenantId: website.tenantId, websiteId: website.id, now });
-    const runnerJobId = await enqueue(tx, now, {
-      task: TASK_CRAWL,
-      tenantId: website.tenantId,
-      payload: { crawlJobId: id },
-      dedupeKey: id,
-      maxAttempts: CRAWL_RUNNER_ATTEMPTS,
-    });
-    await crawlRepo.insert(tx, { id, tenantId: website.tenantId, websiteId: website.id, generationId, runnerJobId: runnerJobId ?? null, url: website.rootUrl, crawlDepth: website.crawlDepth, maxPages: website.maxPages, now });
-    await snapshotRepo.setWebsiteStatus(tx, website.id, 'crawling', now);
-    return id;
   }
 
   /**
@@ -96,7 +81,11 @@ export class CrawlService {
         createdBy: actor,
         now: this.clock.now(),
       });
-      return this.queueCrawl(tx, { id: websiteId, tenantId, rootUrl: root.href, crawlDepth: input.crawlDepth, maxPages: input.maxPages });
+      if (input.recrawlIntervalHours) {
+        const hours = input.recrawlIntervalHours;
+        await crawlRepo.setSchedule(tx, websiteId, { intervalHours: hours, nextCrawlAt: nextCrawlAt(this.clock.now(), websiteId, hours) });
+      }
+      return queueCrawl(tx, { id: websiteId, tenantId, rootUrl: root.href, crawlDepth: input.crawlDepth, maxPages: input.maxPages }, this.clock.now());
     });
     return { websiteId, jobId };
   }
@@ -110,6 +99,42 @@ export class CrawlService {
     const pages = await websiteRepo.currentPages(this.db, [websiteId]);
     const [latest] = await crawlRepo.latestByWebsite(this.db, [websiteId]);
     return { ...websiteView(source!, row, pages), ...(latest ? { latestJob: crawlJobView(latest) } : {}) };
+  }
+
+  /**
+   * PATCH /knowledge/websites/{websiteId}: title, recrawl interval, default and rules. Changed rules apply to
+   * the current generation's pages at once (and to a crawl in progress when it finalizes); a new interval
+   * counts from the last crawl. Returns the website item and its schedule.
+   */
+  async updateWebsite({ tenantId }: Ctx, { websiteId, ...input }: WebsiteUpdate) {
+    await this.db.transaction(async (tx) => {
+      const website = await crawlRepo.website(tx, websiteId, true);
+      if (!website || website.tenant_id !== tenantId) throw notFound('website');
+      const now = this.clock.now();
+      if (input.title !== undefined) await crawlRepo.setTitle(tx, tenantId, website.source_id, input.title, now);
+      if (input.selectionRules !== undefined || input.defaultEnabled !== undefined) {
+        this.checkRules(input.selectionRules, new URL(website.root_url));
+        const selectionRules = input.selectionRules?.map(({ kind, key, enabled }) => ({ kind, key, enabled }));
+        await crawlRepo.updateSelection(tx, websiteId, { defaultEnabled: input.defaultEnabled, selectionRules }, now);
+        if (website.current_generation_id) {
+          const updated = { ...website, default_enabled: input.defaultEnabled ?? website.default_enabled, selection_rules: selectionRules ?? website.selection_rules };
+          const totals = await applySelection(tx, updated, website.current_generation_id, now);
+          await websiteRepo.setTotals(tx, tenantId, website.source_id, { chunks: totals.enabledChunks, tokens: totals.enabledTokens }, now);
+        }
+      }
+      if (input.recrawlIntervalHours !== undefined) {
+        const hours = input.recrawlIntervalHours;
+        const from = (await crawlRepo.lastCrawledAt(tx, websiteId)) ?? now;
+        await crawlRepo.setSchedule(tx, websiteId, { intervalHours: hours, nextCrawlAt: hours ? nextCrawlAt(from, websiteId, hours, website.failed_crawls) : null });
+      }
+      await websiteRepo.touch(tx, tenantId, websiteId, now);
+    });
+    const schedule = await crawlRepo.schedule(this.db, tenantId, websiteId);
+    return {
+      website: await this.websiteItem(tenantId, websiteId),
+      recrawlIntervalHours: schedule?.recrawl_interval_hours ?? null,
+      nextCrawlAt: iso(schedule?.next_crawl_at ?? null),
+    };
   }
 
   /** Admin: creates a website (201 with the website item; its first crawl is queued). */
@@ -146,20 +171,18 @@ export class CrawlService {
         this.checkRules(input.selectionRules, new URL(website.root_url));
         await crawlRepo.updateSelection(tx, websiteId, { defaultEnabled: input.defaultEnabled, selectionRules: input.selectionRules?.map(({ kind, key, enabled }) => ({ kind, key, enabled })) }, this.clock.now());
       }
-      return this.queueCrawl(tx, { id: websiteId, tenantId, rootUrl: website.root_url, crawlDepth: website.crawl_depth, maxPages: website.max_pages });
+      return queueCrawl(tx, { id: websiteId, tenantId, rootUrl: website.root_url, crawlDepth: website.crawl_depth, maxPages: website.max_pages }, this.clock.now());
     });
     return this.job(tenantId, jobId);
   }
 
   /** Crawls whose runner job ended without them (it gave up) are failed, and their websites marked failed. */
   private async reconcile(tenantId: string): Promise<void> {
+    if (!(await crawlRepo.hasOrphans(this.db, tenantId))) return;
     const now = this.clock.now();
-    for (const orphan of await crawlRepo.failOrphans(this.db, tenantId, now)) {
-      await this.db.transaction(async (tx) => {
-        await snapshotRepo.discard(tx, orphan.generation_id, true);
-        await snapshotRepo.setWebsiteStatus(tx, orphan.website_id, 'failed', now);
-      });
-    }
+    await this.db.transaction(async (tx) => {
+      for (const orphan of await crawlRepo.failOrphans(tx, tenantId, now)) await afterCrawlFailed(tx, now, orphan);
+    });
   }
 
   /** Recent crawl jobs, newest first: queued and running ones (active, the default) or all. */
@@ -177,6 +200,6 @@ export class CrawlService {
     await this.reconcile(tenantId);
     const row = await crawlRepo.get(this.db, tenantId, jobId);
     if (!row) throw notFound('crawl job');
-    return { job: crawlJobView(row), failedPages: row.failed_pages };
+    return { job: crawlJobView(row), failedPages: row.failed_pages, changedPages: row.changed_pages };
   }
 }

@@ -25,6 +25,7 @@ export function crawlJobView(row: CrawlJobRow) {
     completedAt: iso(row.completed_at),
     updatedAt: iso(row.updated_at)!,
     snapshotPages: row.snapshot_pages ?? undefined,
+    changes: row.changes ?? undefined,
   };
 }
 

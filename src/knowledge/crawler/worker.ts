@@ -5,6 +5,7 @@ import type { Resolver } from '../../webhooks/ssrf.js';
 import { LocalEmbedder, RemoteEmbedder, type Embedder } from './embedder.js';
 import { CrawlFetcher } from './fetcher.js';
 import { registerCrawlJobs } from './job.js';
+import { registerRecrawls } from './recrawl.js';
 
 /** The embedder the configuration asks for: an OpenAI-compatible endpoint when EMBEDDINGS_URL is set, else the local one. */
 export function createEmbedder(config: Pick<Config, 'embeddings'>): Embedder {
@@ -12,7 +13,7 @@ export function createEmbedder(config: Pick<Config, 'embeddings'>): Embedder {
   return remote ? new RemoteEmbedder({ url: remote.url, apiKey: remote.apiKey, model: remote.model, timeoutMs: remote.timeoutMs }) : new LocalEmbedder();
 }
 
-/** Registers knowledge.crawl on the runner with a crawler built from the configuration; close() releases its connections. */
+/** Registers knowledge.crawl and the recrawl pass (knowledge.recrawl) on the runner with a crawler built from the configuration; close() releases its connections. */
 export function createCrawlWorker(runner: JobRunner, db: Db, config: Config, resolver?: Resolver): { close(): Promise<void> } {
   const { crawl } = config;
   const fetcher = new CrawlFetcher({
@@ -33,7 +34,9 @@ export function createCrawlWorker(runner: JobRunner, db: Db, config: Config, res
       concurrencyPerHost: crawl.concurrencyPerHost,
       maxDelayMs: crawl.maxDelayMs,
       maxBytes: crawl.maxPageBytes,
+      deadlineMs: crawl.deadlineMs,
     },
   });
+  registerRecrawls(runner, { db, intervalMs: crawl.recrawlCheckMs, batch: crawl.recrawlBatch });
   return { close: () => fetcher.close() };
 }

@@ -38,17 +38,56 @@ export class SnapshotWriter {
   pagesWritten = 0;
   chunksReused = 0;
 
+  private readonly byHash = new Map<string, ReusablePage>();
+  private readonly byId = new Map<string, ReusablePage>();
+
+  /** `reusable`: pages of the current generation whose chunks carry vectors of this crawl's embedder. */
   constructor(
     private readonly ctx: WriterContext,
-    private readonly reusable: Map<string, ReusablePage>,
-  ) {}
-
-  async add(page: CrawledPage): Promise<void> {
-    this.pending.push(page);
-    if (this.pending.length >= BATCH_PAGES || Date.now() - this.lastFlush >= BATCH_MS) await this.flush();
+    reusable: readonly ReusablePage[],
+  ) {
+    for (const page of reusable) {
+      this.byHash.set(page.content_hash, page);
+      this.byId.set(page.id, page);
+    }
   }
 
+  /**
+   * Takes a page. A full batch is written in the background while the crawl goes on (one write at a time);
+   * the crawl waits only when the next batch is full before the previous one is written.
+   */
+  async add(page: CrawledPage): Promise<void> {
+    this.pending.push(page);
+    if (this.pending.length < BATCH_PAGES && Date.now() - this.lastFlush < BATCH_MS) return;
+    if (this.writing) {
+      if (this.pending.length < 2 * BATCH_PAGES) return;
+      await this.writing;
+    }
+    this.throwIfFailed();
+    this.writing = this.write().then(
+      () => (this.writing = undefined),
+      (error: unknown) => {
+        this.failure = { error };
+        this.writing = undefined;
+      },
+    );
+  }
+
+  /** Writes what is left, after the write in progress; rethrows a background write's failure. */
   async flush(): Promise<void> {
+    await this.writing;
+    this.throwIfFailed();
+    await this.write();
+  }
+
+  private writing: Promise<void> | undefined;
+  private failure: { error: unknown } | undefined;
+
+  private throwIfFailed(): void {
+    if (this.failure) throw this.failure.error;
+  }
+
+  private async write(): Promise<void> {
     const batch = this.pending;
     this.pending = [];
     this.lastFlush = Date.now();
@@ -57,8 +96,10 @@ export class SnapshotWriter {
     const copies: Array<{ to: string; from: string }> = [];
     for (const page of batch) {
       const id = newId('ks');
-      const hash = contentHash(page.text);
-      const previous = this.reusable.get(hash);
+      // A 304 answer: the previous page as it was (its text was not downloaded again).
+      const unchanged = page.unchangedFrom ? this.byId.get(page.unchangedFrom) : undefined;
+      const hash = unchanged ? unchanged.content_hash : contentHash(page.text);
+      const previous = unchanged ?? this.byHash.get(hash);
       let counts: { chunkCount: number; tokens: number };
       if (previous) {
         copies.push({ to: id, from: previous.id });
@@ -71,15 +112,18 @@ export class SnapshotWriter {
       }
       pages.push({
         id,
-        title: page.title ?? null,
+        title: unchanged ? unchanged.title : (page.title ?? null),
         url: page.url,
         canonicalUrl: page.canonicalUrl,
         path: page.path,
         enabled: page.enabled,
         displayOrder: page.order,
-        preview: previewOf(page.text),
+        preview: unchanged ? unchanged.preview : previewOf(page.text),
         contentHash: hash,
         ...counts,
+        etag: page.validators.etag ?? null,
+        lastModified: page.validators.lastModified ?? null,
+        links: JSON.stringify(page.links),
       });
     }
     const { counts, failures } = this.ctx.status();
