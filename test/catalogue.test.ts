@@ -51,7 +51,9 @@ before(async () => {
   ids.followUpId = (await ok('POST', '/crm/follow-ups', { leadId: lead.leadId, conversationId: ids.conversationId })).followUp.followUpId;
   ids.folderId = (await ok('POST', '/knowledge/asset-folders', { title: 'Photos' })).folder.folderId;
   ids.sourceId = (await app.admin<{ sourceId: string }>('POST', `/tenants/${a.tenantId}/knowledge/assets`, { title: 'Room', filename: 'room.txt', contentType: 'text/plain', contentBase64: Buffer.from('a room').toString('base64') })).sourceId;
-  ids.jobId = (await ok('POST', '/knowledge/url/crawl', { rootUrl: 'http://127.0.0.1:9/', crawlDepth: 1, maxPages: 1 })).job.jobId;
+  const crawl = (await ok('POST', '/knowledge/url/crawl', { rootUrl: 'http://127.0.0.1:9/', crawlDepth: 1, maxPages: 1 })).job;
+  ids.jobId = crawl.jobId;
+  ids.websiteId = crawl.websiteId;
   ids.integrationId = (await app.admin<{ integrationId: string }>('POST', `/tenants/${a.tenantId}/integrations`, { provider: 'pms', name: 'PMS' })).integrationId;
 
   const whatsapp = await app.admin<{ channelId: string }>('POST', `/tenants/${a.tenantId}/channels`, { kind: 'whatsapp', name: 'WhatsApp', providerRef: '100200300400' });

@@ -73,9 +73,9 @@ test('unknown query parameters are 400 naming them on routes that declare no que
   ] as const) {
     const res = await app.api(world.key, method, url, body);
     assertRefusal(res, 400, 'M2M_INVALID_REQUEST');
-    const [issue] = issuesOf(res);
-    assert.equal(issue.path, 'query.foo');
-    if (url.includes('baz')) assert.match(issue.message, /baz/);
+    const paths = issuesOf(res).map((issue) => issue.path);
+    assert.ok(paths.includes('query.foo'), paths.join());
+    if (url.includes('baz')) assert.ok(paths.includes('query.baz'), paths.join());
   }
   const subscriptions = await app.api(world.key, 'GET', '/webhooks');
   assert.equal(subscriptions.json().subscriptions.length, 0, 'the refused create wrote nothing');

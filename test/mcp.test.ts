@@ -106,7 +106,7 @@ test('a knowledge:read key sees only the knowledge read tools; toolsets and read
 
   const knowledge = await connectTo(`${base}?toolsets=knowledge`, wide.key);
   const knowledgeTools = toolNames((await knowledge.listTools()).tools);
-  assert.ok(knowledgeTools.length > 3 && knowledgeTools.every((name) => /knowledge|crawl|folder|asset/.test(name)), knowledgeTools.join());
+  assert.ok(knowledgeTools.length > 3 && knowledgeTools.every((name) => /knowledge|crawl|folder|asset|website/.test(name)), knowledgeTools.join());
   await knowledge.close();
 
   const readOnly = await connectTo(`${base}?toolsets=knowledge,webhooks&readonly=true`, wide.key);
@@ -177,8 +177,9 @@ test('bad tool arguments are invalid params, refused before anything recurses ov
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
       body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'list_conversations', arguments: args } }),
     });
+  // Deeper than MCP’s 16 levels but within the body guard’s 32, so MCP itself answers.
   let deep: unknown = 'x';
-  for (let i = 0; i < 3000; i++) deep = { a: deep };
+  for (let i = 0; i < 20; i++) deep = { a: deep };
   for (const args of [null, [], 'text', 42, deep]) {
     const res = await call(args);
     assert.equal(res.status, 200);
@@ -191,4 +192,18 @@ test('bad tool arguments are invalid params, refused before anything recurses ov
   assert.ok(ok.headers.get('x-request-id'), 'a successful MCP answer carries X-Request-Id too');
   const result = await ok.json();
   assert.equal(result.result.isError, undefined);
+});
+
+test('a body nested past the input limit is refused in the envelope before MCP parses it', async () => {
+  const { key } = await app.tenantWithKey(['conversations:read']);
+  let deep: unknown = 'x';
+  for (let i = 0; i < 3000; i++) deep = { a: deep };
+  const res = await fetch(base, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'list_conversations', arguments: deep } }),
+  });
+  assert.ok(res.status === 400 || res.status === 413, String(res.status));
+  assert.ok(res.headers.get('x-request-id'));
+  assert.match((await res.json()).error.code, /^M2M_/);
 });

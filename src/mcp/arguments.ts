@@ -1,5 +1,5 @@
-/** The deepest nesting a tool's arguments may have; no operation's input nests past 4 levels. */
-export const MAX_ARGUMENT_DEPTH = 32;
+/** The deepest nesting a tool's arguments may have; no operation’s input nests past 4 levels; below the body guard’s 32 so MCP answers in JSON-RPC. */
+export const MAX_ARGUMENT_DEPTH = 16;
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
