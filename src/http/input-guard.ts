@@ -110,6 +110,15 @@ function takesNoQuery(request: FastifyRequest): boolean {
   return schema.params !== undefined || schema.body !== undefined || schema.headers !== undefined || schema.response !== undefined;
 }
 
+/**
+ * Bodies are checked on routes that declare one (or a response: every catalogue and admin route). A route with
+ * no schema for either owns its body: the MCP transport answers hostile arguments as JSON-RPC errors itself.
+ */
+function declaresBody(request: FastifyRequest): boolean {
+  const schema = request.routeOptions.schema;
+  return schema !== undefined && (schema.body !== undefined || schema.response !== undefined);
+}
+
 /** preValidation hook: the checks above, before Fastify's schema validation. */
 export function inputGuardHook(request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void {
   try {
@@ -123,7 +132,7 @@ export function inputGuardHook(request: FastifyRequest, _reply: FastifyReply, do
     }
     check(request.params, 'params', 0);
     for (const name of propertiesOf(request.routeOptions.schema?.headers)) check(request.headers[name], `headers.${name}`, 0);
-    check(request.body, 'body', 0);
+    if (declaresBody(request)) check(request.body, 'body', 0);
   } catch (error) {
     done(error instanceof Error ? error : new Error(String(error)));
     return;
@@ -131,9 +140,12 @@ export function inputGuardHook(request: FastifyRequest, _reply: FastifyReply, do
   done();
 }
 
-/** onRoute hook: a route that declares no body accepts only a small one (Fastify refuses larger as 413 while reading). */
+/**
+ * onRoute hook: a declared route (it has a response schema) without a body accepts only a small one (Fastify
+ * refuses larger as 413 while reading). Routes without schemas (MCP transport, provider callbacks) keep theirs.
+ */
 export function applyRouteLimits(route: RouteOptions): void {
   const schema = route.schema;
   if (route.bodyLimit !== undefined || !schema || schema.body !== undefined) return;
-  if (schema.params !== undefined || schema.response !== undefined || schema.querystring !== undefined) route.bodyLimit = INPUT_LIMITS.bodylessBytes;
+  if (schema.response !== undefined) route.bodyLimit = INPUT_LIMITS.bodylessBytes;
 }
