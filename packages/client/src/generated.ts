@@ -249,6 +249,13 @@ export type KnowledgeCrawlJob = {
   completedAt?: string;
   updatedAt: string;
   snapshotPages?: number;
+  /** Pages against the previous current generation (by canonical URL and text hash); set once the crawl completed */
+  changes?: {
+    new: number;
+    changed: number;
+    same: number;
+    removed: number;
+  };
 };
 
 export type CreateWebhookInput = {
@@ -897,6 +904,8 @@ export type StartCrawlInput = {
     key: string;
     enabled: boolean;
   }>;
+  /** Hours between crawls the workers start by themselves; null: never */
+  recrawlIntervalHours?: number | null;
 };
 
 export type StartCrawlResponse = {
@@ -906,6 +915,11 @@ export type StartCrawlResponse = {
     url: string;
     code: string;
     message: string;
+  }>;
+  /** New, changed and removed pages of a completed crawl (at most 500); empty before it completes */
+  changedPages?: Array<{
+    url: string;
+    changeStatus: "new" | "changed" | "removed";
   }>;
 };
 
@@ -921,6 +935,34 @@ export type GetCrawlJobResponse = {
     code: string;
     message: string;
   }>;
+  /** New, changed and removed pages of a completed crawl (at most 500); empty before it completes */
+  changedPages?: Array<{
+    url: string;
+    changeStatus: "new" | "changed" | "removed";
+  }>;
+};
+
+export type UpdateWebsiteInput = {
+  websiteId: string;
+  title?: string;
+  /** Hours between crawls the workers start by themselves; null: never */
+  recrawlIntervalHours?: number | null;
+  /** Extension: whether pages no rule matches are enabled (default true) */
+  defaultEnabled?: boolean;
+  /** Extension: the website selection rules */
+  selectionRules?: Array<{
+    kind: "path" | "page" | "required";
+    key: string;
+    enabled: boolean;
+  }>;
+};
+
+export type UpdateWebsiteResponse = {
+  website: KnowledgeWebsite;
+  /** The website's recrawl interval (the website item has no such field) */
+  recrawlIntervalHours: number | null;
+  /** When the workers start the next scheduled crawl */
+  nextCrawlAt?: string;
 };
 
 /** How each operation is called, by operationId. */
@@ -969,8 +1011,9 @@ export const OPERATIONS = {
   createKnowledgeSource: {"method":"POST","path":"/knowledge/sources","pathParams":[],"queryParams":[],"bodyParams":["sourceType","title","text","url","file","active","scope","propertyId"],"idempotent":true,"hasBody":true},
   createAssetFolder: {"method":"POST","path":"/knowledge/asset-folders","pathParams":[],"queryParams":[],"bodyParams":["title","description","propertyId"],"idempotent":true,"hasBody":true},
   listCrawlJobs: {"method":"GET","path":"/knowledge/url/crawl","pathParams":[],"queryParams":["limit","status"],"bodyParams":[],"idempotent":false,"hasBody":true},
-  startCrawl: {"method":"POST","path":"/knowledge/url/crawl","pathParams":[],"queryParams":[],"bodyParams":["websiteId","rootUrl","title","crawlDepth","maxPages","scope","propertyId","defaultEnabled","selectionRules"],"idempotent":false,"hasBody":true},
+  startCrawl: {"method":"POST","path":"/knowledge/url/crawl","pathParams":[],"queryParams":[],"bodyParams":["websiteId","rootUrl","title","crawlDepth","maxPages","scope","propertyId","defaultEnabled","selectionRules","recrawlIntervalHours"],"idempotent":false,"hasBody":true},
   getCrawlJob: {"method":"GET","path":"/knowledge/url/crawl/{jobId}","pathParams":["jobId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
+  updateWebsite: {"method":"PATCH","path":"/knowledge/websites/{websiteId}","pathParams":["websiteId"],"queryParams":[],"bodyParams":["title","recrawlIntervalHours","defaultEnabled","selectionRules"],"idempotent":false,"hasBody":true},
 } satisfies Record<string, OperationMeta>;
 
 /**
@@ -1694,6 +1737,27 @@ export class KnowledgeCrawlsResource {
 }
 
 /**
+ * `client.knowledge.websites`
+ */
+
+export class KnowledgeWebsitesResource {
+
+  constructor(private readonly config: ResolvedClientConfig) {
+  }
+
+  /**
+   * Edit a managed website
+   *
+   * Changes a website's title, recrawl interval (recrawlIntervalHours, null: never by itself), defaultEnabled or selection rules. Changed rules apply to the pages of its current crawl at once, without crawling. Answers the website item with its recrawl schedule beside it.
+   *
+   * `PATCH /knowledge/websites/{websiteId}` · scopes: knowledge:write
+   */
+  update(input: UpdateWebsiteInput, options?: CallOptions): Promise<UpdateWebsiteResponse> {
+    return callOperation<UpdateWebsiteResponse>(this.config, OPERATIONS.updateWebsite, input, options);
+  }
+}
+
+/**
  * `client.knowledge`
  */
 
@@ -1703,6 +1767,7 @@ export class KnowledgeResource {
   readonly assets: KnowledgeAssetsResource;
   readonly sources: KnowledgeSourcesResource;
   readonly crawls: KnowledgeCrawlsResource;
+  readonly websites: KnowledgeWebsitesResource;
 
   constructor(private readonly config: ResolvedClientConfig) {
     this.items = new KnowledgeItemsResource(config);
@@ -1710,6 +1775,7 @@ export class KnowledgeResource {
     this.assets = new KnowledgeAssetsResource(config);
     this.sources = new KnowledgeSourcesResource(config);
     this.crawls = new KnowledgeCrawlsResource(config);
+    this.websites = new KnowledgeWebsitesResource(config);
   }
 }
 
