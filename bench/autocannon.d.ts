@@ -14,6 +14,17 @@ declare module 'autocannon' {
     pipelining?: number;
     /** Seconds. */
     timeout?: number;
+    /** Replaces `[<id>]` in each request (headers and body included) with a fresh unique id. */
+    idReplacement?: boolean;
+    /** Requests cycled through; `setupRequest` may rewrite each one before it is sent. */
+    requests?: Array<{ method?: string; path?: string; headers?: Record<string, string>; body?: string; setupRequest?: (request: RequestData) => RequestData }>;
+  }
+
+  export interface RequestData {
+    method?: string;
+    path: string;
+    headers?: Record<string, string>;
+    body?: string;
   }
 
   export interface Histogram {

@@ -7,6 +7,8 @@ import { ApiKeyService } from './auth/keys.js';
 import { ChannelService } from './channels/service.js';
 import { ConversationService } from './conversations/service.js';
 import { InboxService } from './conversations/inbox.js';
+import { ConversationContentService } from './conversations/content.js';
+import { ReplyService } from './messaging/reply.js';
 import { Cursors } from './http/cursor.js';
 import { MessagingService } from './messaging/service.js';
 import { OutboundQueue } from './messaging/outbound.js';
@@ -35,6 +37,8 @@ export interface Services {
   webhooks: WebhookService;
   conversations: ConversationService;
   inbox: InboxService;
+  conversationContent: ConversationContentService;
+  replies: ReplyService;
   messaging: MessagingService;
   outbound: OutboundQueue;
   crm: CrmService;
@@ -63,6 +67,8 @@ export function createServices(deps: { config: Config; db: Db; clock: Clock; key
     webhooks,
     conversations: new ConversationService(db, clock, cursors),
     inbox: new InboxService(db, clock),
+    conversationContent: new ConversationContentService(db, cursors),
+    replies: new ReplyService(db, clock, outbound),
     messaging: new MessagingService(db, clock, outbound),
     outbound,
     crm: new CrmService(db, clock, cursors),

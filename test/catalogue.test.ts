@@ -45,7 +45,9 @@ before(async () => {
   ids.deliveryId = (await ok('GET', `/webhooks/${ids.subscriptionId}/deliveries`)).deliveries[0].deliveryId;
 
   const webchat = await app.admin<{ channelId: string }>('POST', `/tenants/${a.tenantId}/channels`, { kind: 'webchat', name: 'Web' });
-  ids.conversationId = (await app.admin<{ conversationId: string }>('POST', `/tenants/${a.tenantId}/inbound-messages`, { channelId: webchat.channelId, contact: { name: 'Ana', handle: 'ana' }, text: 'Hola' })).conversationId;
+  const firstInbound = await app.admin<{ conversationId: string; messageId: string }>('POST', `/tenants/${a.tenantId}/inbound-messages`, { channelId: webchat.channelId, contact: { name: 'Ana', handle: 'ana' }, text: 'Hola' });
+  ids.conversationId = firstInbound.conversationId;
+  ids.messageId = firstInbound.messageId;
   const lead = await app.admin<{ leadId: string }>('POST', `/tenants/${a.tenantId}/leads`, { name: 'Ana', conversationId: ids.conversationId });
   ids.leadId = lead.leadId;
   ids.followUpId = (await ok('POST', '/crm/follow-ups', { leadId: lead.leadId, conversationId: ids.conversationId })).followUp.followUpId;

@@ -31,6 +31,7 @@ export function conversationAdminRoutes(services: Services) {
               Strict,
             ),
             text: Type.String({ minLength: 1, maxLength: 4096 }),
+            receivedAt: Type.Optional(Type.String({ format: 'date-time', description: 'Imports earlier history; not in the future' })),
           },
           Strict,
         ),

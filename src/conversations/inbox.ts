@@ -69,18 +69,24 @@ export class InboxService {
     private readonly clock: Clock,
   ) {}
 
-  /** A guest's message arrives: contact and conversation found or created, obligation raised, message.created emitted. */
-  async receiveInbound(tenantId: string, input: { channelId: string; contact: ContactInput; text: string }) {
+  /**
+   * A guest's message arrives: contact and conversation found or created, obligation raised, message.created
+   * emitted. `receivedAt` imports earlier history: the message, the last activity and the customer-service
+   * window use it (never a time in the future).
+   */
+  async receiveInbound(tenantId: string, input: { channelId: string; contact: ContactInput; text: string; receivedAt?: string }) {
+    const now = this.clock.now();
+    const at = input.receivedAt === undefined ? now : new Date(input.receivedAt);
+    if (at.getTime() > now.getTime()) throw invalid('body.receivedAt', 'must not be in the future');
     return this.db.transaction(async (tx) => {
       const channel = await channelRepo.get(tx, tenantId, input.channelId);
       if (!channel) throw notFound('channel');
-      const now = this.clock.now();
       const contact = await ensureContact(tx, tenantId, input.contact, now);
-      const conversation = await ensureConversation(tx, tenantId, channel, contact, now);
-      await tx.query('SELECT id FROM conversations WHERE id = $1 FOR UPDATE', [conversation.id]);
+      const conversation = await ensureConversation(tx, tenantId, channel, contact, at);
+      await conversationRepo.get(tx, tenantId, conversation.id, true);
       const messageId = newId('msg');
-      await conversationRepo.insertMessage(tx, { id: messageId, tenantId, conversationId: conversation.id, direction: 'inbound', text: input.text, now });
-      await conversationRepo.recordInbound(tx, conversation.id, { messageId, preview: preview(input.text), now });
+      await conversationRepo.insertMessage(tx, { id: messageId, tenantId, conversationId: conversation.id, direction: 'inbound', text: input.text, now: at });
+      await conversationRepo.recordInbound(tx, conversation.id, { messageId, preview: preview(input.text), at, now });
       await recordActivity(tx, { tenantId, conversationId: conversation.id, kind: 'message.inbound', actor: { type: 'contact', id: contact.id }, data: { messageId }, now });
       await emit(tx, now, tenantId, 'message.created', { messageId, conversationId: conversation.id, direction: 'inbound', channel: channel.kind });
       return { conversationId: conversation.id, messageId, contactId: contact.id };

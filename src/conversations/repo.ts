@@ -27,6 +27,8 @@ export interface ConversationRow {
   needs_reply_event_id: string | null;
   last_message_at: Date;
   last_message_preview: string | null;
+  /** The contact's last inbound message (the customer-service window starts there). */
+  last_inbound_at: Date | null;
   open_review_id: string | null;
   open_handoff_id: string | null;
   /** Copies of the contact's name and phone (kept by `refreshContactCopy`). */
@@ -289,12 +291,23 @@ export const conversationRepo = {
     );
   },
 
-  async recordInbound(db: Queryable, conversationId: string, fields: { messageId: string; preview: string; now: Date }): Promise<void> {
+  /**
+   * An inbound message received at `at` (now, or an imported `receivedAt`). The newest message of the
+   * conversation raises the obligation and moves the last activity; an older imported one only moves the
+   * customer-service window forward when it is the latest inbound.
+   */
+  async recordInbound(db: Queryable, conversationId: string, fields: { messageId: string; preview: string; at: Date; now: Date }): Promise<void> {
     await db.query(
-      `UPDATE conversations SET unread_count = unread_count + 1, needs_reply = true, needs_reply_reason = 'inbound_message',
-         needs_reply_detail = $3, needs_reply_event_id = $2, last_message_at = $4, last_message_preview = $3, updated_at = $4
+      `UPDATE conversations SET last_inbound_at = GREATEST(last_inbound_at, $4), updated_at = $5,
+         unread_count = unread_count + CASE WHEN $4 >= last_message_at THEN 1 ELSE 0 END,
+         needs_reply = needs_reply OR $4 >= last_message_at,
+         needs_reply_reason = CASE WHEN $4 >= last_message_at THEN 'inbound_message' ELSE needs_reply_reason END,
+         needs_reply_detail = CASE WHEN $4 >= last_message_at THEN $3 ELSE needs_reply_detail END,
+         needs_reply_event_id = CASE WHEN $4 >= last_message_at THEN $2 ELSE needs_reply_event_id END,
+         last_message_preview = CASE WHEN $4 >= last_message_at THEN $3 ELSE last_message_preview END,
+         last_message_at = GREATEST(last_message_at, $4)
        WHERE id = $1`,
-      [conversationId, fields.messageId, fields.preview, fields.now],
+      [conversationId, fields.messageId, fields.preview, fields.at, fields.now],
     );
   },
 

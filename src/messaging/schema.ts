@@ -39,7 +39,8 @@ export const StartAccepted = Type.Object(
 
 export const RequestParams = Type.Object({ requestEventId: Type.String({ minLength: 1, maxLength: 128 }) }, Strict);
 
-const StatusEnum = StringEnum(['queued', 'sent', 'delivered', 'read', 'failed']);
+/** A message request's delivery status. */
+export const StatusEnum = StringEnum(['queued', 'sent', 'delivered', 'read', 'failed']);
 
 export const RequestStatusRecord = Type.Object(
   {

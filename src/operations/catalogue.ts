@@ -1,4 +1,5 @@
 import { conversationOperations } from '../conversations/operations.js';
+import { conversationContentOperations } from '../conversations/message-operations.js';
 import { crmOperations } from '../crm/operations.js';
 import { crawlOperations } from '../knowledge/crawler/operations.js';
 import { knowledgeOperations } from '../knowledge/operations.js';
@@ -11,6 +12,7 @@ import type { Operation } from './define.js';
 export const OPERATIONS: readonly Operation[] = checkCatalogue([
   ...webhookOperations,
   ...conversationOperations,
+  ...conversationContentOperations,
   ...messagingOperations,
   ...reservationOperations,
   ...crmOperations,

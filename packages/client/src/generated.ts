@@ -77,6 +77,18 @@ export type ReviewCase = {
   resolutionNote?: string;
 };
 
+export type Message = {
+  messageId: string;
+  conversationId: string;
+  direction: "inbound" | "outbound";
+  channel: string;
+  text: string;
+  createdAt: string;
+  /** Outbound messages: the send, as in getMessageRequestStatus */
+  requestEventId?: string;
+  status?: "queued" | "sent" | "delivered" | "read" | "failed";
+};
+
 export type FollowUp = {
   followUpId: string;
   leadId: string;
@@ -429,6 +441,47 @@ export type ResolveConversationReviewInput = {
 };
 
 export type ResolveConversationReviewResponse = ReviewCase;
+
+export type GetConversationInput = {
+  conversationId: string;
+};
+
+export type GetConversationResponse = Conversation;
+
+export type ListConversationMessagesInput = {
+  conversationId: string;
+  limit?: number;
+  cursor?: string;
+  /** inbound or outbound; omit for both */
+  direction?: "inbound" | "outbound";
+};
+
+export type ListConversationMessagesResponse = {
+  messages: Array<Message>;
+  nextCursor?: string;
+  hasMore: boolean;
+};
+
+export type GetConversationMessageInput = {
+  conversationId: string;
+  messageId: string;
+};
+
+export type GetConversationMessageResponse = {
+  message: Message;
+};
+
+export type ReplyToConversationInput = {
+  conversationId: string;
+  text: string;
+};
+
+export type ReplyToConversationResponse = {
+  conversationId: string;
+  messageId: string;
+  replyId: string;
+  requestEventId: string;
+};
 
 export type GetWhatsappTemplateStatusInput = {
   channelId: string;
@@ -931,6 +984,10 @@ export const OPERATIONS = {
   openConversationReview: {"method":"POST","path":"/conversations/{conversationId}/review","pathParams":["conversationId"],"queryParams":[],"bodyParams":["reasonCode","note","assignedOperatorId"],"idempotent":false,"hasBody":true},
   assignConversationReview: {"method":"PUT","path":"/conversations/{conversationId}/review/assignment","pathParams":["conversationId"],"queryParams":[],"bodyParams":["operatorId"],"idempotent":false,"hasBody":true},
   resolveConversationReview: {"method":"POST","path":"/conversations/{conversationId}/review/resolve","pathParams":["conversationId"],"queryParams":[],"bodyParams":["resolutionNote"],"idempotent":false,"hasBody":true},
+  getConversation: {"method":"GET","path":"/conversations/{conversationId}","pathParams":["conversationId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
+  listConversationMessages: {"method":"GET","path":"/conversations/{conversationId}/messages","pathParams":["conversationId"],"queryParams":["limit","cursor","direction"],"bodyParams":[],"idempotent":false,"hasBody":true},
+  getConversationMessage: {"method":"GET","path":"/conversations/{conversationId}/messages/{messageId}","pathParams":["conversationId","messageId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
+  replyToConversation: {"method":"POST","path":"/conversations/{conversationId}/messages","pathParams":["conversationId"],"queryParams":[],"bodyParams":["text"],"idempotent":true,"hasBody":true},
   getWhatsappTemplateStatus: {"method":"GET","path":"/conversations/start/whatsapp-template-status","pathParams":[],"queryParams":["channelId"],"bodyParams":[],"idempotent":false,"hasBody":true},
   startConversation: {"method":"POST","path":"/conversations/start","pathParams":[],"queryParams":[],"bodyParams":["channelId","recipientPhone","locale","messageText","contactName"],"idempotent":true,"hasBody":true},
   getMessageRequestStatus: {"method":"GET","path":"/message-requests/{requestEventId}/status","pathParams":["requestEventId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
@@ -1142,14 +1199,66 @@ export class ConversationsReviewsResource {
 }
 
 /**
+ * `client.conversations.messages`
+ */
+
+export class ConversationsMessagesResource {
+
+  constructor(private readonly config: ResolvedClientConfig) {
+  }
+
+  /**
+   * Messages of a conversation, newest first
+   *
+   * The messages of a conversation, newest first, optionally only inbound or outbound. Outbound messages carry requestEventId and the current delivery status of their send. Page with limit and nextCursor while hasMore is true.
+   *
+   * `GET /conversations/{conversationId}/messages` · scopes: conversations:read
+   */
+  list(input: ListConversationMessagesInput, options?: CallOptions): Promise<ListConversationMessagesResponse> {
+    return callOperation<ListConversationMessagesResponse>(this.config, OPERATIONS.listConversationMessages, input, options);
+  }
+
+  /**
+   * Every item of `list`, page after page (follows `nextCursor`).
+   */
+  iterate(input: Omit<ListConversationMessagesInput, 'cursor'>, options?: CallOptions) {
+    return iterateOperation((cursor: string | undefined) => this.list({ ...input, cursor }, options), 'messages');
+  }
+
+  /**
+   * Read one message
+   *
+   * One message of a conversation: its text, direction and time; for an outbound message also requestEventId and its current delivery status. Fetch the content a message.created webhook names here.
+   *
+   * `GET /conversations/{conversationId}/messages/{messageId}` · scopes: conversations:read
+   */
+  get(input: GetConversationMessageInput, options?: CallOptions): Promise<GetConversationMessageResponse> {
+    return callOperation<GetConversationMessageResponse>(this.config, OPERATIONS.getConversationMessage, input, options);
+  }
+
+  /**
+   * Reply with a plain-text message
+   *
+   * Queues a plain-text reply in the conversation (202: queued, not delivered; follow requestEventId with getMessageRequestStatus or message.delivery.updated). Emits message.created with direction outbound, so an automatic replier that acts only on inbound events never answers itself. WhatsApp, Messenger and Instagram allow it only within 24 hours of the contact's last message (409 outside_customer_service_window); an opted-out contact is 409. Use a stable Idempotency-Key (for an automatic reply, the eventId of the inbound message.created).
+   *
+   * `POST /conversations/{conversationId}/messages` · scopes: conversations:write · sends an Idempotency-Key (generated unless options.idempotencyKey is given)
+   */
+  reply(input: ReplyToConversationInput, options?: CallOptions): Promise<ReplyToConversationResponse> {
+    return callOperation<ReplyToConversationResponse>(this.config, OPERATIONS.replyToConversation, input, options);
+  }
+}
+
+/**
  * `client.conversations`
  */
 
 export class ConversationsResource {
   readonly reviews: ConversationsReviewsResource;
+  readonly messages: ConversationsMessagesResource;
 
   constructor(private readonly config: ResolvedClientConfig) {
     this.reviews = new ConversationsReviewsResource(config);
+    this.messages = new ConversationsMessagesResource(config);
   }
 
   /**
@@ -1201,6 +1310,17 @@ export class ConversationsResource {
    */
   resolveNeedsReply(input: ResolveNeedsReplyInput, options?: CallOptions): Promise<ResolveNeedsReplyResponse> {
     return callOperation<ResolveNeedsReplyResponse>(this.config, OPERATIONS.resolveNeedsReply, input, options);
+  }
+
+  /**
+   * Read one conversation
+   *
+   * One conversation as the inbox lists it: channel, contact, owner, unread count, needs-reply, last activity and open review or handoff. Use it after a message.created webhook, which carries only ids.
+   *
+   * `GET /conversations/{conversationId}` · scopes: conversations:read
+   */
+  get(input: GetConversationInput, options?: CallOptions): Promise<GetConversationResponse> {
+    return callOperation<GetConversationResponse>(this.config, OPERATIONS.getConversation, input, options);
   }
 
   /**

@@ -1,0 +1,58 @@
+import type { Static } from 'typebox';
+import type { Ctx } from '../context.js';
+import type { Db } from '../db/driver.js';
+import { notFound } from '../errors.js';
+import type { Cursors } from '../http/cursor.js';
+import { iso } from '../util/time.js';
+import { messageRepo, type MessageRow } from './message-repo.js';
+import type { ListMessagesQuery, MessageParams } from './message-schema.js';
+import type { ConversationParams } from './schema.js';
+import { requireConversation } from './service.js';
+import { conversationView } from './views.js';
+
+function messageView(row: MessageRow, channel: string) {
+  return {
+    messageId: row.id,
+    conversationId: row.conversation_id,
+    direction: row.direction,
+    channel,
+    text: row.text,
+    createdAt: iso(row.created_at)!,
+    ...(row.request_event_id ? { requestEventId: row.request_event_id } : {}),
+    ...(row.status ? { status: row.status } : {}),
+  };
+}
+
+/** What a conversation holds: the conversation itself and its messages (the content webhooks only name). */
+export class ConversationContentService {
+  constructor(
+    private readonly db: Db,
+    private readonly cursors: Cursors,
+  ) {}
+
+  async get({ tenantId }: Ctx, { conversationId }: Static<typeof ConversationParams>) {
+    return conversationView(await requireConversation(this.db, tenantId, conversationId));
+  }
+
+  async listMessages({ tenantId }: Ctx, { conversationId, limit = 25, cursor, direction }: Static<typeof ConversationParams> & Static<typeof ListMessagesQuery>) {
+    const conversation = await requireConversation(this.db, tenantId, conversationId);
+    const binding = { tenantId, conversationId, direction: direction ?? 'all' };
+    const before = cursor ? this.cursors.decode<{ at: string; id: string }>('messages', binding, cursor) : undefined;
+    const rows = await messageRepo.page(this.db, { tenantId, conversationId, direction }, { limit: limit + 1, before });
+    const page = rows.slice(0, limit);
+    const hasMore = rows.length > limit;
+    const last = page[page.length - 1];
+    return {
+      messages: page.map((row) => messageView(row, conversation.channel_kind)),
+      ...(hasMore && last ? { nextCursor: this.cursors.encode('messages', binding, { at: iso(last.created_at), id: last.id }) } : {}),
+      hasMore,
+    };
+  }
+
+  async getMessage({ tenantId }: Ctx, { conversationId, messageId }: Static<typeof MessageParams>) {
+    const conversation = await requireConversation(this.db, tenantId, conversationId);
+    const row = await messageRepo.get(this.db, tenantId, conversationId, messageId);
+    if (!row) throw notFound('message');
+    return { message: messageView(row, conversation.channel_kind) };
+  }
+}

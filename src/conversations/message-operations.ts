@@ -1,0 +1,111 @@
+import { Replayable, defineOperation } from '../operations/define.js';
+import { ListMessagesQuery, MessageList, MessageParams, MessageResponse, ReplyAccepted, ReplyBody } from './message-schema.js';
+import { ConversationItem, ConversationParams } from './schema.js';
+import { Ref } from '../http/schemas.js';
+
+const common = { area: 'conversations', tag: 'Conversations' } as const;
+const at = '2026-11-24T10:00:00.000Z';
+const conversationId = 'cnv_7h2k9m4p1q8r3s6t0v5w';
+const inbound = { messageId: 'msg_1q2w3e4r5t6y7u8i9o0p', conversationId, direction: 'inbound' as const, channel: 'whatsapp', text: 'Can I check in early?', createdAt: at };
+const outbound = {
+  messageId: 'msg_0a9s8d7f6g5h4j3k2l1z',
+  conversationId,
+  direction: 'outbound' as const,
+  channel: 'whatsapp',
+  text: 'Yes, from 11:00. See you tomorrow!',
+  createdAt: '2026-11-24T10:00:05.000Z',
+  requestEventId: 'mrq_6y5t4r3e2w1q0p9o8i7u',
+  status: 'delivered' as const,
+};
+
+/** The content of a conversation (what message.created names) and the plain-text reply (decisions 6.2). */
+export const conversationContentOperations = [
+  defineOperation({
+    ...common,
+    operationId: 'getConversation',
+    sdk: 'conversations.get',
+    method: 'GET',
+    path: '/conversations/{conversationId}',
+    summary: 'Read one conversation',
+    description: 'One conversation as the inbox lists it: channel, contact, owner, unread count, needs-reply, last activity and open review or handoff. Use it after a message.created webhook, which carries only ids.',
+    scopes: ['conversations:read'],
+    params: ConversationParams,
+    status: 200,
+    response: Ref(ConversationItem),
+    errors: [404],
+    examples: {
+      response: {
+        conversationId,
+        channel: 'whatsapp',
+        channelId: 'chn_4f5g6h7j8k9l0z1x2c3v',
+        contact: { contactId: 'ctc_9o8i7u6y5t4r3e2w1q0p', name: 'Ana Martínez', phone: '+525512345678' },
+        ownerOperatorId: null,
+        unreadCount: 1,
+        needsReply: true,
+        lastMessageAt: at,
+        lastMessagePreview: inbound.text,
+        openReview: false,
+        openHandoff: false,
+        createdAt: at,
+      },
+    },
+    handler: (s, ctx, input) => s.conversationContent.get(ctx, input),
+  }),
+  defineOperation({
+    ...common,
+    operationId: 'listConversationMessages',
+    sdk: 'conversations.messages.list',
+    method: 'GET',
+    path: '/conversations/{conversationId}/messages',
+    summary: 'Messages of a conversation, newest first',
+    description:
+      'The messages of a conversation, newest first, optionally only inbound or outbound. Outbound messages carry requestEventId and the current delivery status of their send. Page with limit and nextCursor while hasMore is true.',
+    scopes: ['conversations:read'],
+    params: ConversationParams,
+    query: ListMessagesQuery,
+    status: 200,
+    response: MessageList,
+    errors: [404],
+    examples: { response: { messages: [outbound, inbound], hasMore: false } },
+    handler: (s, ctx, input) => s.conversationContent.listMessages(ctx, input),
+  }),
+  defineOperation({
+    ...common,
+    operationId: 'getConversationMessage',
+    sdk: 'conversations.messages.get',
+    method: 'GET',
+    path: '/conversations/{conversationId}/messages/{messageId}',
+    summary: 'Read one message',
+    description: 'One message of a conversation: its text, direction and time; for an outbound message also requestEventId and its current delivery status. Fetch the content a message.created webhook names here.',
+    scopes: ['conversations:read'],
+    params: MessageParams,
+    status: 200,
+    response: MessageResponse,
+    errors: [404],
+    examples: { response: { message: inbound } },
+    handler: (s, ctx, input) => s.conversationContent.getMessage(ctx, input),
+  }),
+  defineOperation({
+    ...common,
+    operationId: 'replyToConversation',
+    sdk: 'conversations.messages.reply',
+    method: 'POST',
+    path: '/conversations/{conversationId}/messages',
+    summary: 'Reply with a plain-text message',
+    description:
+      'Queues a plain-text reply in the conversation (202: queued, not delivered; follow requestEventId with getMessageRequestStatus or message.delivery.updated). Emits message.created with direction outbound, so an automatic replier that acts only on inbound events never answers itself. WhatsApp, Messenger and Instagram allow it only within 24 hours of the contact\'s last message (409 outside_customer_service_window); an opted-out contact is 409. Use a stable Idempotency-Key (for an automatic reply, the eventId of the inbound message.created).',
+    scopes: ['conversations:write'],
+    params: ConversationParams,
+    body: ReplyBody,
+    status: 202,
+    response: ReplyAccepted,
+    errors: [404, 409],
+    idempotency: { key: 'required', by: 'service' },
+    hints: { destructive: true, openWorld: true },
+    examples: { request: { text: outbound.text }, response: { conversationId, messageId: outbound.messageId, replyId: outbound.messageId, requestEventId: outbound.requestEventId } },
+    handler: async (s, ctx, input) => {
+      const result = await s.replies.reply(ctx, input);
+      return new Replayable(result.body, result.replayed);
+    },
+  }),
+];
