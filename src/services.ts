@@ -20,6 +20,7 @@ import { createBlobStore, type BlobStore } from './knowledge/blob-store.js';
 import { CrawlService } from './knowledge/crawler/service.js';
 import { WebhookService } from './webhooks/service.js';
 import type { Resolver } from './webhooks/ssrf.js';
+import { EventService } from './events/service.js';
 
 /** Everything a route, an MCP tool or a worker needs, built once per process. */
 export interface Services {
@@ -33,6 +34,7 @@ export interface Services {
   apiKeys: ApiKeyService;
   channels: ChannelService;
   webhooks: WebhookService;
+  events: EventService;
   conversations: ConversationService;
   inbox: InboxService;
   messaging: MessagingService;
@@ -61,6 +63,7 @@ export function createServices(deps: { config: Config; db: Db; clock: Clock; key
     apiKeys,
     channels: new ChannelService(db, clock),
     webhooks,
+    events: new EventService({ db, clock, cursors }),
     conversations: new ConversationService(db, clock, cursors),
     inbox: new InboxService(db, clock),
     messaging: new MessagingService(db, clock, outbound),

@@ -1,3 +1,4 @@
+import { EventTypeList } from '../events/schema.js';
 import { NoContent, defineOperation } from '../operations/define.js';
 import {
   AttemptList,
@@ -72,6 +73,33 @@ export const webhookOperations = [
     response: SubscriptionList,
     examples: { response: { subscriptions: [subscription] } },
     handler: (s, ctx) => s.webhooks.list(ctx),
+  }),
+  defineOperation({
+    ...common,
+    operationId: 'listWebhookEventTypes',
+    sdk: 'webhooks.eventTypes',
+    method: 'GET',
+    path: '/webhooks/event-types',
+    summary: 'The catalogue of event types',
+    description:
+      'Every event type a subscription or the event feed can carry: what it means, the read scope a key needs to receive it, the schema version and the JSON Schema of its data. Use it to choose events and to validate payloads.',
+    scopes: ['webhooks:read'],
+    status: 200,
+    response: EventTypeList,
+    examples: {
+      response: {
+        eventTypes: [
+          {
+            type: 'conversation.handoff.updated',
+            description: 'A handoff to a human operator was opened, assigned or resolved.',
+            requiredScope: 'conversations:read',
+            schemaVersion: '1.0',
+            schema: { type: 'object', properties: { conversationId: { type: 'string' }, caseId: { type: 'string' }, action: { type: 'string', enum: ['opened', 'assigned', 'resolved'] } }, required: ['conversationId', 'caseId', 'action'] },
+          },
+        ],
+      },
+    },
+    handler: async (s) => s.events.eventTypes(),
   }),
   defineOperation({
     ...common,

@@ -203,14 +203,9 @@ export const deliveryRepo = {
     );
   },
 
-  /** Deletes delivery metadata completed before `cutoff`, and events left without deliveries. */
-  async purge(db: Queryable, cutoff: Date): Promise<{ deliveries: number; events: number }> {
+  /** Deletes delivery metadata completed before `cutoff` (events have their own retention: src/events). */
+  async purge(db: Queryable, cutoff: Date): Promise<number> {
     const deliveries = await db.query(`DELETE FROM webhook_deliveries WHERE status <> 'pending' AND completed_at < $1 RETURNING id`, [cutoff]);
-    const events = await db.query(
-      `DELETE FROM webhook_events e WHERE e.created_at < $1
-       AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id) RETURNING id`,
-      [cutoff],
-    );
-    return { deliveries: deliveries.length, events: events.length };
+    return deliveries.length;
   },
 };

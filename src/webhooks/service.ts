@@ -9,7 +9,8 @@ import type { Cursors } from '../http/cursor.js';
 import { newId } from '../ids.js';
 import { decryptSecret, encryptSecret, type Keyring } from '../secrets.js';
 import { iso, isoMicros } from '../util/time.js';
-import { EVENT_SCOPES, EVENT_TYPES, WEBHOOKS_CHANNEL, emit, requiredScopesFor, type EventType } from './events.js';
+import { isEventType } from '../events/types.js';
+import { EVENT_TYPES, WEBHOOKS_CHANNEL, eventScope, emitUnchecked, requiredScopesFor, type EventType } from './events.js';
 import { deliveryRepo, subscriptionRepo, type AttemptRow, type DeliveryListRow, type DeliveryRow, type SubscriptionRow } from './repo.js';
 import { newWebhookSecret } from './sign.js';
 import { validateWebhookUrl, type Resolver } from './ssrf.js';
@@ -88,9 +89,9 @@ export class WebhookService {
   }
 
   private checkEvents(events: string[]): EventType[] {
-    const unknown = events.filter((type) => !(EVENT_TYPES as string[]).includes(type));
+    const unknown = events.filter((type) => !isEventType(type));
     if (unknown.length > 0) throw invalid('body.events', `unknown event types: ${unknown.join(', ')}`);
-    return [...new Set(events)] as EventType[];
+    return [...new Set(events.filter(isEventType))];
   }
 
   /** Creating or changing a subscription needs webhooks:write and the read scope of every selected event type. */
@@ -259,8 +260,8 @@ export class WebhookService {
 
   /** Emits a synthetic event (admin API: lets a dashboard or test exercise an endpoint end to end). */
   async emitTestEvent(tenantId: string, type: string, data: Record<string, unknown>) {
-    if (!(EVENT_TYPES as string[]).includes(type)) throw invalid('body.type', `unknown event type ${type}`);
-    return this.deps.db.transaction((tx) => emit(tx, this.deps.clock.now(), tenantId, type as EventType, data));
+    if (!isEventType(type)) throw invalid('body.type', `unknown event type ${type}`);
+    return this.deps.db.transaction((tx) => emitUnchecked(tx, this.deps.clock.now(), tenantId, type, data));
   }
 
   /** Key revoked or downscoped: cancel pending deliveries the key may no longer receive. */
@@ -270,11 +271,11 @@ export class WebhookService {
       await deliveryRepo.cancelForOwner(tx, change.apiKeyId, now);
       return;
     }
-    const lost = EVENT_TYPES.filter((type) => !hasScope(change.scopes, EVENT_SCOPES[type]));
+    const lost = EVENT_TYPES.filter((type) => !hasScope(change.scopes, eventScope(type)));
     if (lost.length > 0) await deliveryRepo.cancelForOwner(tx, change.apiKeyId, now, lost);
   }
 
-  async purgeExpired(): Promise<{ deliveries: number; events: number }> {
+  async purgeExpired(): Promise<number> {
     return deliveryRepo.purge(this.deps.db, new Date(this.deps.clock.now().getTime() - RETENTION_MS));
   }
 }
