@@ -15,13 +15,15 @@ import { deliveryRepo, subscriptionRepo, type AttemptRow, type DeliveryListRow, 
 import { newWebhookSecret } from './sign.js';
 import { validateWebhookUrl, type Resolver } from './ssrf.js';
 import { destinationRefusal } from './destination-check.js';
-import type { CreateSubscriptionBody, DeliveryListQuery, DeliveryParams, SubscriptionParams, UpdateSubscriptionBody } from './schema.js';
+import type { CreateSubscriptionBody, DeliveryListQuery, DeliveryParams, RecoverBody, SubscriptionParams, UpdateSubscriptionBody } from './schema.js';
 
 type SubscriptionRef = Static<typeof SubscriptionParams>;
 type DeliveryRef = Static<typeof DeliveryParams>;
 
 export const MAX_SUBSCRIPTIONS_PER_TENANT = 50;
 const RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
+/** Deliveries restarted per statement by recover: each batch is its own short transaction. */
+const RECOVER_BATCH = 500;
 
 export function subscriptionView(row: SubscriptionRow, secret?: string) {
   return {
@@ -256,6 +258,30 @@ export class WebhookService {
       tx.notify(WEBHOOKS_CHANNEL);
       return { delivery: deliveryView(row) };
     });
+  }
+
+  /**
+   * Every failed delivery of the subscription whose event occurred in [since, until) starts a new cycle with
+   * the same event id, in batches that each commit on their own (no long transaction over a large backlog).
+   * Canceled deliveries are not recovered.
+   */
+  async recover(ctx: Ctx, { subscriptionId, since, until }: SubscriptionRef & Static<typeof RecoverBody>) {
+    const subscription = await this.require(this.deps.db, ctx.tenantId, subscriptionId);
+    const now = this.deps.clock.now();
+    const window = { since: new Date(since), until: until === undefined ? now : new Date(until) };
+    if (window.since.getTime() < now.getTime() - RETENTION_MS) throw invalid('body.since', 'must be within the last 30 days');
+    if (window.until.getTime() <= window.since.getTime()) throw invalid('body.until', 'must be after since');
+    if (!subscription.active) throw conflict('the subscription is disabled; enable it before recovering');
+    let recovered = 0;
+    for (;;) {
+      const restarted = await this.deps.db.transaction(async (tx) => {
+        const count = await deliveryRepo.restartFailedBatch(tx, ctx.tenantId, subscriptionId, window, now, RECOVER_BATCH);
+        if (count > 0) tx.notify(WEBHOOKS_CHANNEL);
+        return count;
+      });
+      recovered += restarted;
+      if (restarted < RECOVER_BATCH) return { recovered };
+    }
   }
 
   /** Emits a synthetic event (admin API: lets a dashboard or test exercise an endpoint end to end). */

@@ -364,6 +364,17 @@ export type RetryWebhookDeliveryResponse = {
   delivery: WebhookDelivery;
 };
 
+export type RecoverWebhookDeliveriesInput = {
+  subscriptionId: string;
+  since: string;
+  until?: string;
+};
+
+export type RecoverWebhookDeliveriesResponse = {
+  /** Failed deliveries restarted */
+  recovered: number;
+};
+
 export type ListEventsInput = {
   /** Comma-separated event types; omit for every type the key can read */
   types?: string;
@@ -973,6 +984,7 @@ export const OPERATIONS = {
   getWebhookDelivery: {"method":"GET","path":"/webhooks/{subscriptionId}/deliveries/{deliveryId}","pathParams":["subscriptionId","deliveryId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
   listWebhookDeliveryAttempts: {"method":"GET","path":"/webhooks/{subscriptionId}/deliveries/{deliveryId}/attempts","pathParams":["subscriptionId","deliveryId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
   retryWebhookDelivery: {"method":"POST","path":"/webhooks/{subscriptionId}/deliveries/{deliveryId}/retry","pathParams":["subscriptionId","deliveryId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
+  recoverWebhookDeliveries: {"method":"POST","path":"/webhooks/{subscriptionId}/recover","pathParams":["subscriptionId"],"queryParams":[],"bodyParams":["since","until"],"idempotent":false,"hasBody":true},
   listEvents: {"method":"GET","path":"/events","pathParams":[],"queryParams":["types","limit","cursor"],"bodyParams":[],"idempotent":false,"hasBody":true},
   getEvent: {"method":"GET","path":"/events/{eventId}","pathParams":["eventId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
   listConversations: {"method":"GET","path":"/conversations","pathParams":[],"queryParams":["contactQuery","channel","owner","limit","cursor"],"bodyParams":[],"idempotent":false,"hasBody":true},
@@ -1157,6 +1169,17 @@ export class WebhooksResource {
    */
   rotateSecret(input: RotateWebhookSecretInput, options?: CallOptions): Promise<RotateWebhookSecretResponse> {
     return callOperation<RotateWebhookSecretResponse>(this.config, OPERATIONS.rotateWebhookSecret, input, options);
+  }
+
+  /**
+   * Resend every failed delivery of a time window
+   *
+   * After an outage of the receiver: every failed delivery of the subscription whose event occurred in [since, until) (until defaults to now; since within the last 30 days) starts a new cycle of attempts with the same eventId, so receivers deduplicate. Canceled deliveries are not recovered. Answers 202 with the count; a disabled subscription is 409.
+   *
+   * `POST /webhooks/{subscriptionId}/recover` · scopes: webhooks:write
+   */
+  recover(input: RecoverWebhookDeliveriesInput, options?: CallOptions): Promise<RecoverWebhookDeliveriesResponse> {
+    return callOperation<RecoverWebhookDeliveriesResponse>(this.config, OPERATIONS.recoverWebhookDeliveries, input, options);
   }
 }
 
