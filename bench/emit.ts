@@ -5,7 +5,7 @@
  */
 import { Pool } from 'undici';
 import { openDb, type Db } from '../src/db/driver.js';
-import { emit } from '../src/webhooks/events.js';
+import { emitUnchecked } from '../src/webhooks/events.js';
 import { sleep } from './lib.js';
 import { ADMIN_TOKEN, emitBody } from './procs.js';
 
@@ -43,7 +43,7 @@ export async function sqlEmitter(databaseUrl: string, schema: string, tenantId: 
   return {
     async emit(seq) {
       const { data } = emitBody(seq);
-      const event = await db.transaction((tx) => emit(tx, new Date(), tenantId, 'message.created', data));
+      const event = await db.transaction((tx) => emitUnchecked(tx, new Date(), tenantId, 'message.created', data));
       return event.eventId;
     },
     close: () => db.close(),

@@ -58,7 +58,7 @@ export async function createRuntime(config: Config, options: { clock?: Clock; lo
   const app = await buildApp(services, log);
   await services.apiKeys.start();
   const runner = new JobRunner(db, clock, log.child({ component: 'jobs' }), { pollIntervalMs: config.jobPollIntervalMs });
-  registerMaintenance(runner, { db, webhooks: services.webhooks });
+  registerMaintenance(runner, { db, webhooks: services.webhooks, events: services.events });
   const provider: ChannelProvider =
     config.channelProvider === 'whatsapp'
       ? new WhatsAppCloudProvider({ ...config.whatsapp, accessToken: config.whatsapp.accessToken!, timeoutMs: config.sendTimeoutMs })

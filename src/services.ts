@@ -22,6 +22,7 @@ import { createBlobStore, type BlobStore } from './knowledge/blob-store.js';
 import { CrawlService } from './knowledge/crawler/service.js';
 import { WebhookService } from './webhooks/service.js';
 import type { Resolver } from './webhooks/ssrf.js';
+import { EventService } from './events/service.js';
 
 /** Everything a route, an MCP tool or a worker needs, built once per process. */
 export interface Services {
@@ -35,6 +36,7 @@ export interface Services {
   apiKeys: ApiKeyService;
   channels: ChannelService;
   webhooks: WebhookService;
+  events: EventService;
   conversations: ConversationService;
   inbox: InboxService;
   conversationContent: ConversationContentService;
@@ -65,6 +67,7 @@ export function createServices(deps: { config: Config; db: Db; clock: Clock; key
     apiKeys,
     channels: new ChannelService(db, clock),
     webhooks,
+    events: new EventService({ db, clock, cursors }),
     conversations: new ConversationService(db, clock, cursors),
     inbox: new InboxService(db, clock),
     conversationContent: new ConversationContentService(db, cursors),

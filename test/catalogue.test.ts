@@ -41,7 +41,7 @@ before(async () => {
   };
 
   ids.subscriptionId = (await ok('POST', '/webhooks', { url: 'https://127.0.0.1:9/hook', events: ['message.created'] })).subscriptionId;
-  await app.admin('POST', `/tenants/${a.tenantId}/webhook-events`, { type: 'message.created', data: { messageId: 'msg_x' } });
+  ids.eventId = (await app.admin<{ eventId: string }>('POST', `/tenants/${a.tenantId}/webhook-events`, { type: 'message.created', data: { messageId: 'msg_x' } })).eventId;
   ids.deliveryId = (await ok('GET', `/webhooks/${ids.subscriptionId}/deliveries`)).deliveries[0].deliveryId;
 
   const webchat = await app.admin<{ channelId: string }>('POST', `/tenants/${a.tenantId}/channels`, { kind: 'webchat', name: 'Web' });
@@ -95,8 +95,13 @@ test('OpenAPI lists every operation with its operationId, scopes and examples', 
 
 test('a key without the scopes gets 403 naming exactly the required and missing scopes', async () => {
   const { key } = await app.tenantWithKey(['crm:sales:read']);
+  // Operations that need any one of their scopes (the event feed) accept crm:sales:read; probe them with a key
+  // holding none of theirs.
+  const other = await app.tenantWithKey(['crm:automation:read']);
   for (const op of OPERATIONS) {
-    const res = await app.api(key, op.method, fillPath(op.path, {}), op.body ? {} : undefined);
+    const probe = op.scopes.some((scope) => scope === 'crm:sales:read') ? other.key : key;
+    if (probe === other.key) assert.equal(op.scopeMode, 'any', `${op.operationId}: only an any-scope operation accepts crm:sales:read`);
+    const res = await app.api(probe, op.method, fillPath(op.path, {}), op.body ? {} : undefined);
     assert.equal(res.statusCode, 403, `${op.operationId}: ${res.body}`);
     assert.ok(res.headers['x-request-id']);
     assert.deepEqual(res.json().error.details, { requiredScopes: op.scopes, missingScopes: op.scopes }, op.operationId);

@@ -34,3 +34,13 @@ export function hasScope(granted: readonly string[], required: string): boolean 
 export function missingScopes(granted: readonly string[], required: readonly string[]): string[] {
   return required.filter((scope) => !hasScope(granted, scope));
 }
+
+/**
+ * How an operation's scopes are required: `all` of them, or `any` one (reads whose results are filtered by
+ * scope, such as the event feed). Returns the scopes to report as missing; empty when the key may call it.
+ */
+export type ScopeMode = 'all' | 'any';
+export function refusedScopes(granted: readonly string[], required: readonly string[], mode: ScopeMode = 'all'): string[] {
+  if (mode === 'all') return missingScopes(granted, required);
+  return required.length === 0 || required.some((scope) => hasScope(granted, scope)) ? [] : [...required];
+}

@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { insufficientScope, type ApiKeyService, type Principal } from '../auth/keys.js';
-import { missingScopes } from '../auth/scopes.js';
+import { refusedScopes, type ScopeMode } from '../auth/scopes.js';
 import { DomainError } from '../errors.js';
 import type { RateLimiter } from './rate-limit.js';
 
@@ -11,6 +11,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Scopes the route requires; checked before the request is parsed or validated. */
     scopes?: string[];
+    /** `any`: one of `scopes` is enough (the response is filtered by the scopes held). */
+    scopeMode?: ScopeMode;
   }
 }
 
@@ -52,7 +54,7 @@ export function authenticateHook(keys: ApiKeyService, limiter: RateLimiter) {
     }
 
     const required = request.routeOptions.config.scopes ?? [];
-    const missing = missingScopes(principal.scopes, required);
+    const missing = refusedScopes(principal.scopes, required, request.routeOptions.config.scopeMode);
     if (missing.length > 0) throw insufficientScope(required, missing);
   };
 }

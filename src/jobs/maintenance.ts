@@ -1,6 +1,7 @@
 import type { Db } from '../db/driver.js';
 import type { Clock } from '../clock.js';
 import { purgeExpiredIdempotencyKeys } from '../http/idempotency.js';
+import type { EventService } from '../events/service.js';
 import type { WebhookService } from '../webhooks/service.js';
 import { enqueue } from './queue.js';
 import type { JobRunner } from './runner.js';
@@ -15,13 +16,15 @@ export async function scheduleMaintenance(db: Db, clock: Clock, runAt?: Date): P
 }
 
 /**
- * Retention: webhook delivery metadata 30 days after completion, stored idempotent responses after
+ * Retention: webhook delivery metadata 30 days after completion, events after 30 days, stored idempotent responses after
  * 24 hours, finished jobs after 7 days. Reschedules itself in the transaction that completes it.
  */
-export function registerMaintenance(runner: JobRunner, deps: { db: Db; webhooks: WebhookService }): void {
+export function registerMaintenance(runner: JobRunner, deps: { db: Db; webhooks: WebhookService; events: EventService }): void {
   runner.register(MAINTENANCE_TASK, async (job, ctx) => {
     const now = ctx.clock.now();
-    const webhooks = await deps.webhooks.purgeExpired();
+    const deliveries = await deps.webhooks.purgeExpired();
+    // After the deliveries: an event is kept while a delivery still refers to it.
+    const events = await deps.events.purgeExpired();
     const idempotencyKeys = await purgeExpiredIdempotencyKeys(deps.db, now);
     const jobs = await deps.db.query(`DELETE FROM jobs WHERE state IN ('succeeded', 'failed') AND finished_at < $1 AND id <> $2 RETURNING id`, [
       new Date(now.getTime() - FINISHED_JOB_RETENTION_MS),
@@ -31,8 +34,8 @@ export function registerMaintenance(runner: JobRunner, deps: { db: Db; webhooks:
       await ctx.completeIn(tx);
       await enqueue(tx, now, { task: MAINTENANCE_TASK, dedupeKey: MAINTENANCE_TASK, runAt: new Date(now.getTime() + EVERY_MS), maxAttempts: 5 });
     });
-    if (webhooks.deliveries + webhooks.events + idempotencyKeys + jobs.length > 0) {
-      ctx.log.info({ ...webhooks, idempotencyKeys, jobs: jobs.length }, 'retention purge');
+    if (deliveries + events + idempotencyKeys + jobs.length > 0) {
+      ctx.log.info({ deliveries, events, idempotencyKeys, jobs: jobs.length }, 'retention purge');
     }
   });
 }

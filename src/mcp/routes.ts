@@ -5,7 +5,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { Type } from 'typebox';
 import { insufficientScope, type Principal } from '../auth/keys.js';
-import { missingScopes } from '../auth/scopes.js';
+import { refusedScopes } from '../auth/scopes.js';
 import { keyCtx } from '../context.js';
 import { DomainError, errorBody, invalid, type ErrorCode, type Issue } from '../errors.js';
 import { principalOf } from '../http/auth.js';
@@ -57,14 +57,14 @@ function validateInput(tool: Tool, args: Record<string, unknown>): { input: Reco
 /** One MCP server per request (stateless Streamable HTTP): tools run as the request's API key. */
 function mcpServer(services: Services, principal: Principal, requestId: string, tools: Map<string, Tool>, filter: ToolFilter): Server {
   const server = new Server({ name: 'm2m-messaging-api', version: '1.0.0' }, { capabilities: { tools: {} } });
-  const allowed = (tool: Tool) => missingScopes(principal.scopes, tool.operation.scopes).length === 0;
+  const allowed = (tool: Tool) => refusedScopes(principal.scopes, tool.operation.scopes, tool.operation.scopeMode).length === 0;
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
     tools: [...tools.values()].filter((tool) => toolVisible(tool, filter, allowed(tool))).map((tool) => tool.definition),
   }));
   server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
     const tool = tools.get(request.params.name);
     if (!tool || !toolVisible(tool, filter, true)) return errorResult('M2M_NOT_FOUND', `unknown tool ${request.params.name}`, { requestId });
-    const missing = missingScopes(principal.scopes, tool.operation.scopes);
+    const missing = refusedScopes(principal.scopes, tool.operation.scopes, tool.operation.scopeMode);
     if (missing.length > 0) {
       const error = insufficientScope([...tool.operation.scopes], missing);
       return errorResult(error.code, error.message, error.details);

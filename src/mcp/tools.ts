@@ -48,7 +48,7 @@ function inputSchema(operation: Operation): Tool['definition']['inputSchema'] {
 }
 
 function describe(operation: Operation): string {
-  const toolsetNote = `Toolset: ${operation.area}. Requires scopes: ${operation.scopes.join(', ')}.`;
+  const toolsetNote = `Toolset: ${operation.area}. Requires ${operation.scopeMode === 'any' ? 'any of the scopes' : 'scopes'}: ${operation.scopes.join(', ')}.`;
   return `${operation.description}\n\n${toolsetNote}`;
 }
 

@@ -20,7 +20,7 @@ export async function moveStatus(
   tx: Tx,
   now: Date,
   row: MessageRequestRow,
-  to: RequestStatus,
+  to: Exclude<RequestStatus, 'queued'>,
   error: { code: string; message: string } | null = null,
 ): Promise<MessageRequestRow> {
   if (!canMove(row.status, to)) return row;

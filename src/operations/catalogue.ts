@@ -1,6 +1,7 @@
 import { conversationOperations } from '../conversations/operations.js';
 import { conversationContentOperations } from '../conversations/message-operations.js';
 import { crmOperations } from '../crm/operations.js';
+import { eventOperations } from '../events/operations.js';
 import { crawlOperations } from '../knowledge/crawler/operations.js';
 import { knowledgeOperations } from '../knowledge/operations.js';
 import { messagingOperations } from '../messaging/operations.js';
@@ -11,6 +12,7 @@ import type { Operation } from './define.js';
 /** Every public operation of /m2m/v1. REST routes, OpenAPI, MCP tools and the SDK are loops over this list. */
 export const OPERATIONS: readonly Operation[] = checkCatalogue([
   ...webhookOperations,
+  ...eventOperations,
   ...conversationOperations,
   ...conversationContentOperations,
   ...messagingOperations,

@@ -1,6 +1,6 @@
 import { Type, type Static, type TObject, type TSchema } from 'typebox';
 import type { Ctx } from '../context.js';
-import type { Scope } from '../auth/scopes.js';
+import type { Scope, ScopeMode } from '../auth/scopes.js';
 import { Strict } from '../http/schemas.js';
 import type { Services } from '../services.js';
 
@@ -58,6 +58,8 @@ export interface OperationSpec<P extends TObject, Q extends TObject, B extends T
   /** Written for a developer and for a model choosing a tool: what it does, when to use it, what it never does. */
   description: string;
   scopes: readonly Scope[];
+  /** `any`: one of `scopes` is enough, the service filters what it returns by the scopes held (default `all`). */
+  scopeMode?: ScopeMode;
   params?: P;
   query?: Q;
   body?: B;
@@ -87,6 +89,7 @@ export interface Operation {
   summary: string;
   description: string;
   scopes: readonly Scope[];
+  scopeMode: ScopeMode;
   params: TObject;
   query: TObject;
   body: TObject | undefined;
@@ -126,6 +129,7 @@ export function defineOperation<
     summary: spec.summary,
     description: spec.description,
     scopes: spec.scopes,
+    scopeMode: spec.scopeMode ?? 'all',
     params: spec.params ?? NoInput,
     query: spec.query ?? NoInput,
     body: spec.body,

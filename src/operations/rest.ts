@@ -41,6 +41,7 @@ export function routeSchema(operation: Operation): Record<string, unknown> {
       ...errorResponses(...operation.errors),
     },
     'x-scopes': operation.scopes,
+    ...(operation.scopeMode === 'any' ? { 'x-scopes-mode': 'any' } : {}),
     ...(operation.extension ? { 'x-extension': true } : {}),
   };
 }
@@ -63,7 +64,7 @@ export function registerOperations(app: FastifyInstance, services: Services, ope
     app.route({
       method: operation.method,
       url: fastifyPath(operation.path),
-      config: { scopes: [...operation.scopes] },
+      config: { scopes: [...operation.scopes], scopeMode: operation.scopeMode },
       ...(operation.bodyLimit ? { bodyLimit: operation.bodyLimit } : {}),
       schema: routeSchema(operation),
       handler: async (request, reply) => {

@@ -6,7 +6,7 @@ import type { Clock } from '../clock.js';
 import type { Db } from '../db/driver.js';
 import { hasScope } from '../auth/scopes.js';
 import { WorkLoop, type Claimed } from '../jobs/work-loop.js';
-import { EVENT_SCOPES, WEBHOOKS_CHANNEL, type EventType } from './events.js';
+import { WEBHOOKS_CHANNEL, eventScope, type EventType } from './events.js';
 import { HostSlots } from './host-slots.js';
 import { WebhookHttpClient, type PostResult } from './http-client.js';
 import { OutcomeWriter } from './outcome-writer.js';
@@ -209,7 +209,7 @@ export class WebhookDispatcher {
     if (row.deleted) return 'subscription deleted';
     if (!row.active) return 'subscription disabled';
     if (!row.key_ok) return 'owning API key revoked or expired';
-    if (!hasScope(row.key_scopes, EVENT_SCOPES[row.event_type])) return `owning API key lacks ${EVENT_SCOPES[row.event_type]}`;
+    if (!hasScope(row.key_scopes, eventScope(row.event_type))) return `owning API key lacks ${eventScope(row.event_type)}`;
     return undefined;
   }
 

@@ -1,24 +1,14 @@
 import type { Tx } from '../db/driver.js';
+import { EVENT_TYPES, eventScope, isEventType, type EventData, type EventType } from '../events/types.js';
 import { newId } from '../ids.js';
 
-/** Every event type and the read scope a subscriber's key needs to receive it. */
-export const EVENT_SCOPES = {
-  'message.created': 'conversations:read',
-  'message.delivery.updated': 'messages:read',
-  'conversation.handoff.updated': 'conversations:read',
-  'crm.opportunity.created': 'crm:sales:read',
-  'crm.opportunity.updated': 'crm:sales:read',
-  'knowledge.crawl.completed': 'knowledge:read',
-  'knowledge.crawl.failed': 'knowledge:read',
-} as const;
-
-export type EventType = keyof typeof EVENT_SCOPES;
-export const EVENT_TYPES = Object.keys(EVENT_SCOPES) as EventType[];
+// Event types, their read scopes and payloads are declared in src/events/types.ts.
+export { EVENT_TYPES, eventScope, type EventType };
 export const SCHEMA_VERSION = '1.0';
 export const WEBHOOKS_CHANNEL = 'webhooks';
 
 export function requiredScopesFor(events: readonly string[]): string[] {
-  return [...new Set(events.map((type) => EVENT_SCOPES[type as EventType]).filter(Boolean))];
+  return [...new Set(events.filter(isEventType).map(eventScope))];
 }
 
 export interface EmittedEvent {
@@ -32,10 +22,15 @@ export interface EmittedEvent {
  * Subscriptions whose owning key is revoked, expired or lacks the event's read scope get no delivery.
  * Domains call this for customer-visible changes only; internal or tool turns emit nothing.
  */
-export async function emit(tx: Tx, now: Date, tenantId: string, type: EventType, data: Record<string, unknown>): Promise<EmittedEvent> {
+export function emit<T extends EventType>(tx: Tx, now: Date, tenantId: string, type: T, data: EventData<T>): Promise<EmittedEvent> {
+  return emitUnchecked(tx, now, tenantId, type, data);
+}
+
+/** emit() without the payload's type: only for the admin API's test events, whose `data` is the caller's. */
+export async function emitUnchecked(tx: Tx, now: Date, tenantId: string, type: EventType, data: unknown): Promise<EmittedEvent> {
   const eventId = newId('evt');
   const body = JSON.stringify({ eventId, type, schemaVersion: SCHEMA_VERSION, tenantId, occurredAt: now.toISOString(), data });
-  const scope = EVENT_SCOPES[type];
+  const scope = eventScope(type);
   // The outbox row and its fan-out, in one statement (src/db/migrations/0012_webhook_emit.sql).
   const rows = await tx.query<{ count: number }>('SELECT webhook_emit($1, $2, $3, $4, $5, $6, $7) AS count', [
     tenantId,

@@ -1,3 +1,4 @@
+import { EventTypeList } from '../events/schema.js';
 import { NoContent, defineOperation } from '../operations/define.js';
 import {
   AttemptList,
@@ -6,6 +7,8 @@ import {
   DeliveryList,
   DeliveryListQuery,
   DeliveryParams,
+  RecoverBody,
+  RecoverResult,
   SubscriptionList,
   SubscriptionParams,
   SubscriptionResponse,
@@ -72,6 +75,33 @@ export const webhookOperations = [
     response: SubscriptionList,
     examples: { response: { subscriptions: [subscription] } },
     handler: (s, ctx) => s.webhooks.list(ctx),
+  }),
+  defineOperation({
+    ...common,
+    operationId: 'listWebhookEventTypes',
+    sdk: 'webhooks.eventTypes',
+    method: 'GET',
+    path: '/webhooks/event-types',
+    summary: 'The catalogue of event types',
+    description:
+      'Every event type a subscription or the event feed can carry: what it means, the read scope a key needs to receive it, the schema version and the JSON Schema of its data. Use it to choose events and to validate payloads.',
+    scopes: ['webhooks:read'],
+    status: 200,
+    response: EventTypeList,
+    examples: {
+      response: {
+        eventTypes: [
+          {
+            type: 'conversation.handoff.updated',
+            description: 'A handoff to a human operator was opened, assigned or resolved.',
+            requiredScope: 'conversations:read',
+            schemaVersion: '1.0',
+            schema: { type: 'object', properties: { conversationId: { type: 'string' }, caseId: { type: 'string' }, action: { type: 'string', enum: ['opened', 'assigned', 'resolved'] } }, required: ['conversationId', 'caseId', 'action'] },
+          },
+        ],
+      },
+    },
+    handler: async (s) => s.events.eventTypes(),
   }),
   defineOperation({
     ...common,
@@ -210,5 +240,23 @@ export const webhookOperations = [
     errors: [404, 409],
     examples: { response: { delivery: { ...delivery, status: 'pending', nextAttemptAt: at } } },
     handler: (s, ctx, input) => s.webhooks.retryDelivery(ctx, input),
+  }),
+  defineOperation({
+    ...common,
+    operationId: 'recoverWebhookDeliveries',
+    sdk: 'webhooks.recover',
+    method: 'POST',
+    path: '/webhooks/{subscriptionId}/recover',
+    summary: 'Resend every failed delivery of a time window',
+    description:
+      'After an outage of the receiver: every failed delivery of the subscription whose event occurred in [since, until) (until defaults to now; since within the last 30 days) starts a new cycle of attempts with the same eventId, so receivers deduplicate. Canceled deliveries are not recovered. Answers 202 with the count; a disabled subscription is 409.',
+    scopes: ['webhooks:write'],
+    params: SubscriptionParams,
+    body: RecoverBody,
+    status: 202,
+    response: RecoverResult,
+    errors: [404, 409],
+    examples: { request: { since: '2026-11-23T00:00:00.000Z' }, response: { recovered: 42 } },
+    handler: (s, ctx, input) => s.webhooks.recover(ctx, input),
   }),
 ];

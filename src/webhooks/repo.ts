@@ -196,6 +196,26 @@ export const deliveryRepo = {
     return rows[0];
   },
 
+  /**
+   * Restarts up to `batch` failed deliveries of a subscription whose event occurred in [since, until): a new
+   * cycle with the same event. A delivery is created when its event occurs, so the subscription index's
+   * created_at range bounds the scan. Rows another transaction holds are skipped (left for a later recover).
+   */
+  async restartFailedBatch(db: Queryable, tenantId: string, subscriptionId: string, window: { since: Date; until: Date }, now: Date, batch: number): Promise<number> {
+    const rows = await db.query(
+      `UPDATE webhook_deliveries d SET status = 'pending', cycle_attempts = 0, next_attempt_at = $5, completed_at = NULL, updated_at = $5
+       WHERE d.id IN (
+         SELECT d2.id FROM webhook_deliveries d2 JOIN webhook_events e ON e.id = d2.event_id
+         WHERE d2.tenant_id = $1 AND d2.subscription_id = $2 AND d2.status = 'failed' AND d2.created_at >= $3
+           AND e.occurred_at >= $3 AND e.occurred_at < $4
+         LIMIT $6 FOR UPDATE OF d2 SKIP LOCKED)
+         AND d.status = 'failed'
+       RETURNING d.id`,
+      [tenantId, subscriptionId, window.since, window.until, now, batch],
+    );
+    return rows.length;
+  },
+
   async attempts(db: Queryable, tenantId: string, deliveryId: string): Promise<AttemptRow[]> {
     return db.query<AttemptRow>(
       'SELECT id, attempted_at, duration_ms, http_status, failure_code, error FROM webhook_attempts WHERE delivery_id = $1 AND tenant_id = $2 ORDER BY id',
@@ -203,14 +223,9 @@ export const deliveryRepo = {
     );
   },
 
-  /** Deletes delivery metadata completed before `cutoff`, and events left without deliveries. */
-  async purge(db: Queryable, cutoff: Date): Promise<{ deliveries: number; events: number }> {
+  /** Deletes delivery metadata completed before `cutoff` (events have their own retention: src/events). */
+  async purge(db: Queryable, cutoff: Date): Promise<number> {
     const deliveries = await db.query(`DELETE FROM webhook_deliveries WHERE status <> 'pending' AND completed_at < $1 RETURNING id`, [cutoff]);
-    const events = await db.query(
-      `DELETE FROM webhook_events e WHERE e.created_at < $1
-       AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id) RETURNING id`,
-      [cutoff],
-    );
-    return { deliveries: deliveries.length, events: events.length };
+    return deliveries.length;
   },
 };

@@ -101,6 +101,13 @@ export const AttemptList = Type.Object(
   { additionalProperties: false },
 );
 
+export const RecoverBody = Type.Object(
+  { since: DateTime, until: Type.Optional(DateTime) },
+  Strict,
+);
+
+export const RecoverResult = Type.Object({ recovered: Type.Integer({ minimum: 0, description: 'Failed deliveries restarted' }) }, { additionalProperties: false });
+
 export const TestEventBody = Type.Object(
   { type: EventTypeSchema, data: Type.Record(Type.String({ maxLength: 64 }), Type.Unknown(), { maxProperties: 32 }) },
   Strict,

@@ -9,18 +9,21 @@ import type { Cursors } from '../http/cursor.js';
 import { newId } from '../ids.js';
 import { decryptSecret, encryptSecret, type Keyring } from '../secrets.js';
 import { iso, isoMicros } from '../util/time.js';
-import { EVENT_SCOPES, EVENT_TYPES, WEBHOOKS_CHANNEL, emit, requiredScopesFor, type EventType } from './events.js';
+import { isEventType } from '../events/types.js';
+import { EVENT_TYPES, WEBHOOKS_CHANNEL, eventScope, emitUnchecked, requiredScopesFor, type EventType } from './events.js';
 import { deliveryRepo, subscriptionRepo, type AttemptRow, type DeliveryListRow, type DeliveryRow, type SubscriptionRow } from './repo.js';
 import { newWebhookSecret } from './sign.js';
 import { validateWebhookUrl, type Resolver } from './ssrf.js';
 import { destinationRefusal } from './destination-check.js';
-import type { CreateSubscriptionBody, DeliveryListQuery, DeliveryParams, SubscriptionParams, UpdateSubscriptionBody } from './schema.js';
+import type { CreateSubscriptionBody, DeliveryListQuery, DeliveryParams, RecoverBody, SubscriptionParams, UpdateSubscriptionBody } from './schema.js';
 
 type SubscriptionRef = Static<typeof SubscriptionParams>;
 type DeliveryRef = Static<typeof DeliveryParams>;
 
 export const MAX_SUBSCRIPTIONS_PER_TENANT = 50;
 const RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
+/** Deliveries restarted per statement by recover: each batch is its own short transaction. */
+const RECOVER_BATCH = 500;
 
 export function subscriptionView(row: SubscriptionRow, secret?: string) {
   return {
@@ -88,9 +91,9 @@ export class WebhookService {
   }
 
   private checkEvents(events: string[]): EventType[] {
-    const unknown = events.filter((type) => !(EVENT_TYPES as string[]).includes(type));
+    const unknown = events.filter((type) => !isEventType(type));
     if (unknown.length > 0) throw invalid('body.events', `unknown event types: ${unknown.join(', ')}`);
-    return [...new Set(events)] as EventType[];
+    return [...new Set(events.filter(isEventType))];
   }
 
   /** Creating or changing a subscription needs webhooks:write and the read scope of every selected event type. */
@@ -257,10 +260,34 @@ export class WebhookService {
     });
   }
 
+  /**
+   * Every failed delivery of the subscription whose event occurred in [since, until) starts a new cycle with
+   * the same event id, in batches that each commit on their own (no long transaction over a large backlog).
+   * Canceled deliveries are not recovered.
+   */
+  async recover(ctx: Ctx, { subscriptionId, since, until }: SubscriptionRef & Static<typeof RecoverBody>) {
+    const subscription = await this.require(this.deps.db, ctx.tenantId, subscriptionId);
+    const now = this.deps.clock.now();
+    const window = { since: new Date(since), until: until === undefined ? now : new Date(until) };
+    if (window.since.getTime() < now.getTime() - RETENTION_MS) throw invalid('body.since', 'must be within the last 30 days');
+    if (window.until.getTime() <= window.since.getTime()) throw invalid('body.until', 'must be after since');
+    if (!subscription.active) throw conflict('the subscription is disabled; enable it before recovering');
+    let recovered = 0;
+    for (;;) {
+      const restarted = await this.deps.db.transaction(async (tx) => {
+        const count = await deliveryRepo.restartFailedBatch(tx, ctx.tenantId, subscriptionId, window, now, RECOVER_BATCH);
+        if (count > 0) tx.notify(WEBHOOKS_CHANNEL);
+        return count;
+      });
+      recovered += restarted;
+      if (restarted < RECOVER_BATCH) return { recovered };
+    }
+  }
+
   /** Emits a synthetic event (admin API: lets a dashboard or test exercise an endpoint end to end). */
   async emitTestEvent(tenantId: string, type: string, data: Record<string, unknown>) {
-    if (!(EVENT_TYPES as string[]).includes(type)) throw invalid('body.type', `unknown event type ${type}`);
-    return this.deps.db.transaction((tx) => emit(tx, this.deps.clock.now(), tenantId, type as EventType, data));
+    if (!isEventType(type)) throw invalid('body.type', `unknown event type ${type}`);
+    return this.deps.db.transaction((tx) => emitUnchecked(tx, this.deps.clock.now(), tenantId, type, data));
   }
 
   /** Key revoked or downscoped: cancel pending deliveries the key may no longer receive. */
@@ -270,11 +297,11 @@ export class WebhookService {
       await deliveryRepo.cancelForOwner(tx, change.apiKeyId, now);
       return;
     }
-    const lost = EVENT_TYPES.filter((type) => !hasScope(change.scopes, EVENT_SCOPES[type]));
+    const lost = EVENT_TYPES.filter((type) => !hasScope(change.scopes, eventScope(type)));
     if (lost.length > 0) await deliveryRepo.cancelForOwner(tx, change.apiKeyId, now, lost);
   }
 
-  async purgeExpired(): Promise<{ deliveries: number; events: number }> {
+  async purgeExpired(): Promise<number> {
     return deliveryRepo.purge(this.deps.db, new Date(this.deps.clock.now().getTime() - RETENTION_MS));
   }
 }

@@ -42,6 +42,17 @@ export type WebhookDelivery = {
   updatedAt: string;
 };
 
+export type EventEnvelope = {
+  eventId: string;
+  type: string;
+  schemaVersion: string;
+  tenantId: string;
+  occurredAt: string;
+  data: {
+    [key: string]: unknown;
+  };
+};
+
 export type Conversation = {
   conversationId: string;
   channel: string;
@@ -274,6 +285,21 @@ export type ListWebhooksResponse = {
   subscriptions: Array<WebhookSubscription>;
 };
 
+export type ListWebhookEventTypesInput = Record<string, never>;
+
+export type ListWebhookEventTypesResponse = {
+  eventTypes: Array<{
+    type: string;
+    description: string;
+    requiredScope: string;
+    schemaVersion: string;
+    /** JSON Schema of the event data */
+    schema: {
+      [key: string]: unknown;
+    };
+  }>;
+};
+
 export type GetWebhookInput = {
   subscriptionId: string;
 };
@@ -348,6 +374,39 @@ export type RetryWebhookDeliveryInput = {
 
 export type RetryWebhookDeliveryResponse = {
   delivery: WebhookDelivery;
+};
+
+export type RecoverWebhookDeliveriesInput = {
+  subscriptionId: string;
+  since: string;
+  until?: string;
+};
+
+export type RecoverWebhookDeliveriesResponse = {
+  /** Failed deliveries restarted */
+  recovered: number;
+};
+
+export type ListEventsInput = {
+  /** Comma-separated event types; omit for every type the key can read */
+  types?: string;
+  limit?: number;
+  cursor?: string;
+};
+
+export type ListEventsResponse = {
+  events: Array<EventEnvelope>;
+  /** Always present: keep it and follow it later for newer events */
+  nextCursor: string;
+  hasMore: boolean;
+};
+
+export type GetEventInput = {
+  eventId: string;
+};
+
+export type GetEventResponse = {
+  event: EventEnvelope;
 };
 
 export type ListConversationsInput = {
@@ -969,6 +1028,7 @@ export type UpdateWebsiteResponse = {
 export const OPERATIONS = {
   createWebhook: {"method":"POST","path":"/webhooks","pathParams":[],"queryParams":[],"bodyParams":["url","events","description","active"],"idempotent":true,"hasBody":true},
   listWebhooks: {"method":"GET","path":"/webhooks","pathParams":[],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
+  listWebhookEventTypes: {"method":"GET","path":"/webhooks/event-types","pathParams":[],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
   getWebhook: {"method":"GET","path":"/webhooks/{subscriptionId}","pathParams":["subscriptionId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
   updateWebhook: {"method":"PATCH","path":"/webhooks/{subscriptionId}","pathParams":["subscriptionId"],"queryParams":[],"bodyParams":["url","events","active","description"],"idempotent":false,"hasBody":true},
   deleteWebhook: {"method":"DELETE","path":"/webhooks/{subscriptionId}","pathParams":["subscriptionId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":false},
@@ -977,6 +1037,9 @@ export const OPERATIONS = {
   getWebhookDelivery: {"method":"GET","path":"/webhooks/{subscriptionId}/deliveries/{deliveryId}","pathParams":["subscriptionId","deliveryId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
   listWebhookDeliveryAttempts: {"method":"GET","path":"/webhooks/{subscriptionId}/deliveries/{deliveryId}/attempts","pathParams":["subscriptionId","deliveryId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
   retryWebhookDelivery: {"method":"POST","path":"/webhooks/{subscriptionId}/deliveries/{deliveryId}/retry","pathParams":["subscriptionId","deliveryId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
+  recoverWebhookDeliveries: {"method":"POST","path":"/webhooks/{subscriptionId}/recover","pathParams":["subscriptionId"],"queryParams":[],"bodyParams":["since","until"],"idempotent":false,"hasBody":true},
+  listEvents: {"method":"GET","path":"/events","pathParams":[],"queryParams":["types","limit","cursor"],"bodyParams":[],"idempotent":false,"hasBody":true},
+  getEvent: {"method":"GET","path":"/events/{eventId}","pathParams":["eventId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
   listConversations: {"method":"GET","path":"/conversations","pathParams":[],"queryParams":["contactQuery","channel","owner","limit","cursor"],"bodyParams":[],"idempotent":false,"hasBody":true},
   listAssignableOperators: {"method":"GET","path":"/conversations/assignable-operators","pathParams":[],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
   markConversationRead: {"method":"POST","path":"/conversations/{conversationId}/read","pathParams":["conversationId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
@@ -1111,6 +1174,17 @@ export class WebhooksResource {
   }
 
   /**
+   * The catalogue of event types
+   *
+   * Every event type a subscription or the event feed can carry: what it means, the read scope a key needs to receive it, the schema version and the JSON Schema of its data. Use it to choose events and to validate payloads.
+   *
+   * `GET /webhooks/event-types` · scopes: webhooks:read
+   */
+  eventTypes(input: ListWebhookEventTypesInput = {}, options?: CallOptions): Promise<ListWebhookEventTypesResponse> {
+    return callOperation<ListWebhookEventTypesResponse>(this.config, OPERATIONS.listWebhookEventTypes, input, options);
+  }
+
+  /**
    * Read a webhook subscription
    *
    * One subscription by id. Another business’s subscription answers 404, like a missing one.
@@ -1152,6 +1226,56 @@ export class WebhooksResource {
    */
   rotateSecret(input: RotateWebhookSecretInput, options?: CallOptions): Promise<RotateWebhookSecretResponse> {
     return callOperation<RotateWebhookSecretResponse>(this.config, OPERATIONS.rotateWebhookSecret, input, options);
+  }
+
+  /**
+   * Resend every failed delivery of a time window
+   *
+   * After an outage of the receiver: every failed delivery of the subscription whose event occurred in [since, until) (until defaults to now; since within the last 30 days) starts a new cycle of attempts with the same eventId, so receivers deduplicate. Canceled deliveries are not recovered. Answers 202 with the count; a disabled subscription is 409.
+   *
+   * `POST /webhooks/{subscriptionId}/recover` · scopes: webhooks:write
+   */
+  recover(input: RecoverWebhookDeliveriesInput, options?: CallOptions): Promise<RecoverWebhookDeliveriesResponse> {
+    return callOperation<RecoverWebhookDeliveriesResponse>(this.config, OPERATIONS.recoverWebhookDeliveries, input, options);
+  }
+}
+
+/**
+ * `client.events`
+ */
+
+export class EventsResource {
+
+  constructor(private readonly config: ResolvedClientConfig) {
+  }
+
+  /**
+   * Follow the event stream, oldest first
+   *
+   * Every event of the business from the last 30 days, oldest first, of the types the key can read (optionally narrowed with types, a comma list; naming a type the key cannot read is 403). nextCursor is always present: store it and call again with it to get only newer events; a consumer that follows it never misses an event, even one whose transaction committed late. Use it to catch up after webhook downtime or instead of webhooks.
+   *
+   * `GET /events` · scopes: conversations:read, messages:read, crm:sales:read, knowledge:read, webhooks:read
+   */
+  list(input: ListEventsInput = {}, options?: CallOptions): Promise<ListEventsResponse> {
+    return callOperation<ListEventsResponse>(this.config, OPERATIONS.listEvents, input, options);
+  }
+
+  /**
+   * Every item of `list`, page after page (follows `nextCursor`).
+   */
+  iterate(input: Omit<ListEventsInput, 'cursor'> = {}, options?: CallOptions) {
+    return iterateOperation((cursor: string | undefined) => this.list({ ...input, cursor }, options), 'events');
+  }
+
+  /**
+   * Read one event
+   *
+   * One event envelope by eventId, exactly as delivered to webhooks. Unknown, expired (over 30 days), another business’s or of a type the key cannot read: 404.
+   *
+   * `GET /events/{eventId}` · scopes: conversations:read, messages:read, crm:sales:read, knowledge:read, webhooks:read
+   */
+  get(input: GetEventInput, options?: CallOptions): Promise<GetEventResponse> {
+    return callOperation<GetEventResponse>(this.config, OPERATIONS.getEvent, input, options);
   }
 }
 
@@ -1781,6 +1905,7 @@ export class KnowledgeResource {
 
 export class Api {
   readonly webhooks: WebhooksResource;
+  readonly events: EventsResource;
   readonly conversations: ConversationsResource;
   readonly messageRequests: MessageRequestsResource;
   readonly reservations: ReservationsResource;
@@ -1789,6 +1914,7 @@ export class Api {
 
   constructor(private readonly config: ResolvedClientConfig) {
     this.webhooks = new WebhooksResource(config);
+    this.events = new EventsResource(config);
     this.conversations = new ConversationsResource(config);
     this.messageRequests = new MessageRequestsResource(config);
     this.reservations = new ReservationsResource(config);
