@@ -46,7 +46,8 @@ export function routeSchema(operation: Operation): Record<string, unknown> {
   };
 }
 
-function inputOf(request: FastifyRequest): Record<string, unknown> {
+/** Path parameters, query and body merged into one object (validated already). */
+export function inputOf(request: FastifyRequest): Record<string, unknown> {
   const parts = [request.params, request.query, request.body];
   const input: Record<string, unknown> = {};
   for (const part of parts) if (part && typeof part === 'object') Object.assign(input, part);

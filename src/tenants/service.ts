@@ -71,6 +71,6 @@ export class TenantService {
   async createProperty(tenantId: string, input: { name: string }) {
     await this.require(tenantId);
     const row = await propertyRepo.insert(this.db, { id: newId('prop'), tenantId, name: input.name, now: this.clock.now() });
-    return { propertyId: row.id, name: row.name, createdAt: iso(row.created_at) };
+    return { propertyId: row.id, name: row.name, createdAt: iso(row.created_at)! };
   }
 }
