@@ -242,8 +242,13 @@ test('a timeout of a GET is retried; a per-call timeout overrides the client one
 test('a caller abort stops the call without retrying', async () => {
   await withServer([() => { /* hang */ }], async (baseUrl, seen) => {
     const controller = new AbortController();
-    setTimeout(() => controller.abort(new Error('caller gave up')), 50);
+    // Abort once the server holds the request (a fixed delay raced the request on a busy machine).
+    void (async () => {
+      while (seen.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      controller.abort(new Error('caller gave up'));
+    })();
     await assert.rejects(client(baseUrl).webhooks.list({}, { signal: controller.signal }), /caller gave up/);
+    await new Promise((resolve) => setTimeout(resolve, 150)); // a retry, if any, would arrive by now
     assert.equal(seen.length, 1);
   });
 });
