@@ -1,4 +1,4 @@
-import { Replayable, defineOperation } from '../operations/define.js';
+import { defineOperation, replayable } from '../operations/define.js';
 import { ListMessagesQuery, MessageList, MessageParams, MessageResponse, ReplyAccepted, ReplyBody } from './message-schema.js';
 import { ConversationItem, ConversationParams } from './schema.js';
 import { Ref } from '../http/schemas.js';
@@ -103,9 +103,6 @@ export const conversationContentOperations = [
     idempotency: { key: 'required', by: 'service' },
     hints: { destructive: true, openWorld: true },
     examples: { request: { text: outbound.text }, response: { conversationId, messageId: outbound.messageId, replyId: outbound.messageId, requestEventId: outbound.requestEventId } },
-    handler: async (s, ctx, input) => {
-      const result = await s.replies.reply(ctx, input);
-      return new Replayable(result.body, result.replayed);
-    },
+    handler: async (s, ctx, input) => replayable(await s.replies.reply(ctx, input)),
   }),
 ];

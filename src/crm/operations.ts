@@ -1,4 +1,4 @@
-import { Replayable, defineOperation } from '../operations/define.js';
+import { defineOperation, replayable } from '../operations/define.js';
 import {
   CloseBody,
   CreateFollowUpBody,
@@ -155,10 +155,7 @@ export const crmOperations = [
       request: { messageText: 'Hi Ana, the quote is valid until Friday.' },
       response: { followUp: { ...followUp, status: 'sent', sentAt: at, replyId: 'msg_0a9s8d7f6g5h4j3k2l1z' }, reply: { replyId: 'msg_0a9s8d7f6g5h4j3k2l1z', requestEventId: 'req_6y5t4r3e2w1q0p9o8i7u', conversationId: followUp.conversationId, status: 'queued' } },
     },
-    handler: async (s, ctx, input) => {
-      const result = await s.followUpSender.send(ctx, input);
-      return new Replayable(result.body, result.replayed);
-    },
+    handler: async (s, ctx, input) => replayable(await s.followUpSender.send(ctx, input)),
   }),
   defineOperation({
     ...common,

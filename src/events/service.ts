@@ -8,7 +8,7 @@ import { DomainError, invalid, notFound } from '../errors.js';
 import type { Cursors } from '../http/cursor.js';
 import { SCHEMA_VERSION } from '../webhooks/events.js';
 import { eventRepo, type FeedPosition } from './repo.js';
-import type { EventListQuery, EventParams } from './schema.js';
+import type { EventEnvelope, EventListQuery, EventParams } from './schema.js';
 import { EVENT_DEFINITIONS, EVENT_READ_SCOPES, EVENT_TYPES, eventScope, isEventType, type EventType } from './types.js';
 
 /** Events are kept (and listed) for 30 days. */
@@ -16,14 +16,7 @@ export const EVENT_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 const PURGE_BATCH = 1_000;
 const START: FeedPosition = { x: '0', s: 0 };
 
-interface Envelope {
-  eventId: string;
-  type: string;
-  schemaVersion: string;
-  tenantId: string;
-  occurredAt: string;
-  data: Record<string, unknown>;
-}
+type Envelope = Static<typeof EventEnvelope>;
 
 function envelope(body: string): Envelope {
   // The body is the exact JSON emit() wrote and receivers got.

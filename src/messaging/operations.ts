@@ -1,4 +1,4 @@
-import { Replayable, defineOperation } from '../operations/define.js';
+import { defineOperation, replayable } from '../operations/define.js';
 import { RequestParams, RequestStatusRecord, StartAccepted, StartBody, TemplateReadiness, TemplateStatusQuery } from './schema.js';
 
 const at = '2026-11-24T10:00:00.000Z';
@@ -41,10 +41,7 @@ export const messagingOperations = [
     idempotency: { key: 'required', by: 'service' },
     hints: { destructive: true, openWorld: true },
     examples: { request: { channelId: 'chn_4f5g6h7j8k9l0z1x2c3v', recipientPhone: '+525512345678', locale: 'es_MX', messageText: 'Hola Ana, ¿te ayudamos con tu llegada?', contactName: 'Ana Martínez' }, response: accepted },
-    handler: async (s, ctx, input) => {
-      const result = await s.messaging.start(ctx, input);
-      return new Replayable(result.body, result.replayed);
-    },
+    handler: async (s, ctx, input) => replayable(await s.messaging.start(ctx, input)),
   }),
   defineOperation({
     area: 'messaging',

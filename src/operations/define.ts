@@ -43,7 +43,13 @@ export class Replayable<T> {
   ) {}
 }
 
-export interface OperationSpec<P extends TObject, Q extends TObject, B extends TObject, R extends TSchema, I extends Idempotency | undefined> {
+/** A service's stored-or-fresh answer (`runIdempotent`) as a handler result. */
+export function replayable<T>(result: { body: T; replayed: boolean }): Replayable<T> {
+  return new Replayable(result.body, result.replayed);
+}
+
+/** What names and describes an operation, the same in its declaration and in what the surfaces read. */
+export interface OperationIdentity {
   /** camelCase, unique; MCP tools are named from it in snake_case. */
   operationId: string;
   /** The SDK method, dotted by resource: `webhooks.deliveries.retry` → `client.webhooks.deliveries.retry(…)`. */
@@ -58,12 +64,15 @@ export interface OperationSpec<P extends TObject, Q extends TObject, B extends T
   /** Written for a developer and for a model choosing a tool: what it does, when to use it, what it never does. */
   description: string;
   scopes: readonly Scope[];
+  status: SuccessStatus;
+}
+
+export interface OperationSpec<P extends TObject, Q extends TObject, B extends TObject, R extends TSchema, I extends Idempotency | undefined> extends OperationIdentity {
   /** `any`: one of `scopes` is enough, the service filters what it returns by the scopes held (default `all`). */
   scopeMode?: ScopeMode;
   params?: P;
   query?: Q;
   body?: B;
-  status: SuccessStatus;
   response: R;
   /** Error statuses besides 400, 401, 403 and 429 (documented on every operation). */
   errors?: readonly number[];
@@ -79,21 +88,11 @@ export interface OperationSpec<P extends TObject, Q extends TObject, B extends T
 }
 
 /** An operation as the surfaces see it (REST, OpenAPI, MCP, SDK generator): schemas always present. */
-export interface Operation {
-  operationId: string;
-  sdk: string;
-  method: HttpMethod;
-  path: string;
-  area: Area;
-  tag: string;
-  summary: string;
-  description: string;
-  scopes: readonly Scope[];
+export interface Operation extends OperationIdentity {
   scopeMode: ScopeMode;
   params: TObject;
   query: TObject;
   body: TObject | undefined;
-  status: SuccessStatus;
   response: TSchema;
   errors: readonly number[];
   examples: { request?: unknown; response?: unknown };

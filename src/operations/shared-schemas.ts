@@ -13,12 +13,17 @@ export const SHARED_SCHEMAS: readonly TSchema[] = [ErrorBody, ...webhookSharedSc
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
+let cachedById: Map<string, Json> | undefined;
+
+/** The shared schemas by `$id`, as plain JSON (built once). */
 function byId(): Map<string, Json> {
+  if (cachedById) return cachedById;
   const map = new Map<string, Json>();
   for (const schema of SHARED_SCHEMAS) {
     const json: Json = JSON.parse(JSON.stringify(schema));
     if (json && typeof json === 'object' && !Array.isArray(json) && typeof json.$id === 'string') map.set(json.$id, json);
   }
+  cachedById = map;
   return map;
 }
 
