@@ -206,3 +206,32 @@ test('MCP responses carry X-Request-Id (hijacked replies included)', async () =>
   assert.equal(res.statusCode, 200, res.body);
   assert.equal(res.headers['x-request-id'], 'mcp-trace');
 });
+
+test('bodies of a megabyte or more are parsed off the event loop by the same rules; an over-long text is refused unread', async () => {
+  const { key } = await app.tenantWithKey(['knowledge:write', 'knowledge:read']);
+  const post = (payload: string) =>
+    app.runtime.app.inject({ method: 'POST', url: '/m2m/v1/knowledge/sources', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, payload });
+  const notes = 'Check-in from 15:00, check-out until 11:00. Breakfast is served from 7:00 to 10:30.\n'.repeat(10_000);
+  const file = JSON.stringify({ sourceType: 'file', title: 'House notes', file: { filename: 'notes.txt', contentType: 'text/plain', contentBase64: Buffer.from(notes).toString('base64') } });
+  assert.ok(file.length >= 1024 * 1024, 'the body takes the off-thread path');
+  const created = await post(file);
+  assert.equal(created.statusCode, 201, created.body);
+  assert.equal(created.json().source.title, 'House notes');
+
+  const padding = 'y'.repeat(1024 * 1024);
+  assertRefusal(await post(`{"sourceType":"text","title":"x","text":"${padding}","__proto__":{"admin":true}}`), 400, 'M2M_INVALID_REQUEST');
+  assertRefusal(await post(`{"sourceType":"text","title":"x","text":"${padding}","constructor":{"prototype":{"admin":true}}}`), 400, 'M2M_INVALID_REQUEST');
+  const malformed = assertRefusal(await post(`{"sourceType":"text","title":"x","text":"${padding}"`), 400, 'M2M_INVALID_REQUEST');
+  assert.equal(malformed.message, 'body is not valid JSON');
+
+  // Over twice the limit in UTF-16 units: refused before validation counts its characters, in validation's words.
+  const long = await post(JSON.stringify({ sourceType: 'text', title: 'x', text: 'x'.repeat(2_000_001) }));
+  assertRefusal(long, 400, 'M2M_INVALID_REQUEST');
+  assert.deepEqual(issuesOf(long), [{ path: 'body.text', message: 'must NOT have more than 1000000 characters' }]);
+  // Just over the limit: validation's own count answers the same.
+  const over = assertRefusal(await post(JSON.stringify({ sourceType: 'text', title: 'x', text: 'x'.repeat(1_000_001) })), 400, 'M2M_INVALID_REQUEST');
+  assert.equal(over.message, 'body.text: must NOT have more than 1000000 characters');
+  // Astral characters are two UTF-16 units each but one character: 1,000,000 of them are accepted.
+  const astral = await post(JSON.stringify({ sourceType: 'text', title: 'Emoji', text: '😀'.repeat(1_000_000) }));
+  assert.equal(astral.statusCode, 201, astral.body.slice(0, 300));
+});

@@ -68,9 +68,35 @@ function isRecord(value: object): value is Record<string, unknown> {
   return !ArrayBuffer.isView(value) && !(value instanceof Date);
 }
 
+/**
+ * The declared maxLength of each string property of a body schema, by its path (`body.text`). Validation counts
+ * code points, walking the whole string; a string with over twice as many UTF-16 units as that has more code
+ * points than allowed whatever it holds, so it is refused here, at no cost, with validation's own words.
+ */
+const lengthCaps = new WeakMap<object, Map<string, number>>();
+
+function capsOf(schema: object): Map<string, number> {
+  let caps = lengthCaps.get(schema);
+  if (!caps) {
+    caps = new Map();
+    collectCaps(schema, 'body', caps);
+    lengthCaps.set(schema, caps);
+  }
+  return caps;
+}
+
+function collectCaps(schema: unknown, path: string, caps: Map<string, number>): void {
+  if (typeof schema !== 'object' || schema === null) return;
+  if ('maxLength' in schema && typeof schema.maxLength === 'number') caps.set(path, schema.maxLength);
+  if (!('properties' in schema) || typeof schema.properties !== 'object' || schema.properties === null) return;
+  for (const [name, property] of Object.entries(schema.properties)) collectCaps(property, `${path}.${name}`, caps);
+}
+
 /** Throws a 400 for the first problem found under `path`; recursion stops at INPUT_LIMITS.depth. */
-function check(value: unknown, path: string, depth: number): void {
+function check(value: unknown, path: string, depth: number, caps?: Map<string, number>): void {
   if (typeof value === 'string') {
+    const cap = caps?.get(path);
+    if (cap !== undefined && value.length > 2 * cap) throw invalid(path, `must NOT have more than ${cap} characters`);
     const problem = textProblem(value);
     if (problem) throw invalid(path, problem);
     return;
@@ -79,7 +105,7 @@ function check(value: unknown, path: string, depth: number): void {
   if (Array.isArray(value)) {
     if (depth >= INPUT_LIMITS.depth) throw invalid(path, `nesting must not exceed ${INPUT_LIMITS.depth} levels`);
     if (value.length > INPUT_LIMITS.arrayItems) throw invalid(path, `must not have more than ${INPUT_LIMITS.arrayItems} items`);
-    for (let i = 0; i < value.length; i += 1) check(value[i], `${path}.${i}`, depth + 1);
+    for (let i = 0; i < value.length; i += 1) check(value[i], `${path}.${i}`, depth + 1, caps);
     return;
   }
   // Buffers (raw-body routes) and other non-JSON objects are not text input.
@@ -90,7 +116,7 @@ function check(value: unknown, path: string, depth: number): void {
   for (const key of keys) {
     const problem = textProblem(key);
     if (problem) throw invalid(path, `property name ${problem}`);
-    check(value[key], `${path}.${key}`, depth + 1);
+    check(value[key], `${path}.${key}`, depth + 1, caps);
   }
 }
 
@@ -132,7 +158,10 @@ export function inputGuardHook(request: FastifyRequest, _reply: FastifyReply, do
     }
     check(request.params, 'params', 0);
     for (const name of propertiesOf(request.routeOptions.schema?.headers)) check(request.headers[name], `headers.${name}`, 0);
-    if (declaresBody(request)) check(request.body, 'body', 0);
+    if (declaresBody(request)) {
+      const bodySchema = request.routeOptions.schema?.body;
+      check(request.body, 'body', 0, typeof bodySchema === 'object' && bodySchema !== null ? capsOf(bodySchema) : undefined);
+    }
   } catch (error) {
     done(error instanceof Error ? error : new Error(String(error)));
     return;
