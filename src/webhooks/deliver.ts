@@ -11,7 +11,7 @@ import { HostSlots } from './host-slots.js';
 import { WebhookHttpClient, type PostResult } from './http-client.js';
 import { OutcomeWriter } from './outcome-writer.js';
 import { signatureHeader } from './sign.js';
-import type { Resolver } from './ssrf.js';
+import type { Resolver } from '../net/guard.js';
 
 export const USER_AGENT = 'M2M-Webhooks/1.0 (tenant-scoped messaging API)';
 /** Attempts per cycle: the first plus one per retry delay. */

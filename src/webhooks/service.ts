@@ -13,7 +13,7 @@ import { isEventType } from '../events/types.js';
 import { EVENT_TYPES, WEBHOOKS_CHANNEL, eventScope, emitUnchecked, requiredScopesFor, type EventType } from './events.js';
 import { deliveryRepo, subscriptionRepo, type AttemptRow, type DeliveryListRow, type DeliveryRow, type SubscriptionRow } from './repo.js';
 import { newWebhookSecret } from './sign.js';
-import { validateWebhookUrl, type Resolver } from './ssrf.js';
+import { validateWebhookUrl, type Resolver } from '../net/guard.js';
 import { destinationRefusal } from './destination-check.js';
 import type { CreateSubscriptionBody, DeliveryListQuery, DeliveryParams, RecoverBody, SubscriptionParams, UpdateSubscriptionBody } from './schema.js';
 
