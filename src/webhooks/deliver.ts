@@ -6,7 +6,7 @@ import type { Clock } from '../clock.js';
 import type { Db } from '../db/driver.js';
 import { hasScope } from '../auth/scopes.js';
 import { WorkLoop, type Claimed } from '../jobs/work-loop.js';
-import { WEBHOOKS_CHANNEL, eventScope, type EventType } from './events.js';
+import { WEBHOOKS_CHANNEL, eventScope } from './events.js';
 import { HostSlots } from './host-slots.js';
 import { WebhookHttpClient, type PostResult } from './http-client.js';
 import { dispatchRepo, type ClaimedDelivery } from './dispatch-repo.js';
