@@ -15,7 +15,7 @@ import { registerPreCheckin, schedulePreCheckin } from './reservations/schedule.
 import { SandboxProvider } from './messaging/providers/sandbox.js';
 import { WhatsAppCloudProvider } from './messaging/providers/whatsapp.js';
 import type { ChannelProvider } from './messaging/providers/types.js';
-import type { Resolver } from './webhooks/ssrf.js';
+import type { Resolver } from './net/guard.js';
 import { registerKnowledgeJobs } from './knowledge/jobs.js';
 import { GuardedFetcher } from './knowledge/fetch.js';
 import { createCrawlWorker } from './knowledge/crawler/worker.js';

@@ -21,7 +21,7 @@ import { AssetService } from './knowledge/assets.js';
 import { createBlobStore, type BlobStore } from './knowledge/blob-store.js';
 import { CrawlService } from './knowledge/crawler/service.js';
 import { WebhookService } from './webhooks/service.js';
-import type { Resolver } from './webhooks/ssrf.js';
+import type { Resolver } from './net/guard.js';
 import { EventService } from './events/service.js';
 
 /** Everything a route, an MCP tool or a worker needs, built once per process. */

@@ -2,7 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { eventually, startTestApp, type TestApp } from './helpers/app.js';
 import { startReceiver } from './helpers/receiver.js';
-import type { Resolver } from '../src/webhooks/ssrf.js';
+import type { Resolver } from '../src/net/guard.js';
 import { html, page, prose, startSite, type FixtureSite, type Routes } from './fixtures/site/server.js';
 import { finished, websiteItem, type JobBody } from './fixtures/site/helpers.js';
 

@@ -8,7 +8,7 @@ import {
   resolvePublicIPv4,
   validateWebhookUrl,
   type Resolver,
-} from '../src/webhooks/ssrf.js';
+} from '../src/net/guard.js';
 import { WebhookHttpClient } from '../src/webhooks/http-client.js';
 
 // ---------------------------------------------------------------- isPublicIPv4

@@ -1,6 +1,6 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Resolver } from '../src/webhooks/ssrf.js';
+import type { Resolver } from '../src/net/guard.js';
 import { startTestApp, type TestApp } from './helpers/app.js';
 import { FULL_WEBHOOK_SCOPES, createSubscription, issuesOf } from './fixtures/webhooks.js';
 

@@ -5,6 +5,7 @@ import { DomainError, invalid, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import { iso } from '../util/time.js';
 import { KeyCache, type CachedKey } from './key-cache.js';
+import { keyRepo, type KeyRow } from './key-repo.js';
 import { isScope } from './scopes.js';
 
 export const KEY_PREFIX = 'm2m_live_';
@@ -26,18 +27,6 @@ export interface ApiKeyView {
   revokedAt: string | null;
   createdAt: string;
   updatedAt: string;
-}
-
-interface KeyRow {
-  id: string;
-  tenant_id: string;
-  name: string;
-  key_prefix: string;
-  scopes: string[];
-  expires_at: Date | null;
-  revoked_at: Date | null;
-  created_at: Date;
-  updated_at: Date;
 }
 
 /** Called in the same transaction whenever a key is revoked or its scopes change (webhooks cancel deliveries). */
@@ -109,11 +98,7 @@ export class ApiKeyService {
 
   private async lookup(hash: string): Promise<CachedKey | undefined> {
     const snapshot = this.cache.snapshot();
-    const rows = await this.db.query<Pick<KeyRow, 'id' | 'name' | 'tenant_id' | 'scopes' | 'expires_at' | 'revoked_at'>>(
-      'SELECT id, name, tenant_id, scopes, expires_at, revoked_at FROM api_keys WHERE key_hash = $1',
-      [hash],
-    );
-    const row = rows[0];
+    const row = await keyRepo.byHash(this.db, hash);
     if (!row) return undefined;
     const found = { id: row.id, name: row.name, tenantId: row.tenant_id, scopes: row.scopes, expiresAt: row.expires_at, revoked: row.revoked_at !== null };
     if (this.unlisten) this.cache.set(hash, found, snapshot);
@@ -127,37 +112,36 @@ export class ApiKeyService {
       throw invalid('body.expiresAt', 'must be in the future');
     }
     const key = KEY_PREFIX + randomBytes(32).toString('base64url');
-    const rows = await this.db.query<KeyRow>(
-      `INSERT INTO api_keys (id, tenant_id, name, key_hash, key_prefix, scopes, expires_at, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) RETURNING *`,
-      [newId('key'), tenantId, input.name, hashKey(key), key.slice(0, KEY_PREFIX.length + 6), scopes, input.expiresAt ?? null, now],
-    );
-    return { ...toView(rows[0]), key };
+    const row = await keyRepo.insert(this.db, {
+      id: newId('key'),
+      tenantId,
+      name: input.name,
+      hash: hashKey(key),
+      prefix: key.slice(0, KEY_PREFIX.length + 6),
+      scopes,
+      expiresAt: input.expiresAt ?? null,
+      now,
+    });
+    return { ...toView(row), key };
   }
 
   async updateScopes(tenantId: string, apiKeyId: string, scopes: string[]): Promise<ApiKeyView> {
     const checked = checkScopes(scopes);
-    return this.change(tenantId, apiKeyId, 'UPDATE api_keys SET scopes = $3, updated_at = $4 WHERE id = $1 AND tenant_id = $2 RETURNING *', checked);
+    return this.change(tenantId, apiKeyId, (tx, now) => keyRepo.setScopes(tx, tenantId, apiKeyId, checked, now));
   }
 
   async revoke(tenantId: string, apiKeyId: string): Promise<ApiKeyView> {
-    return this.change(
-      tenantId,
-      apiKeyId,
-      'UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $4), updated_at = $4 WHERE id = $1 AND tenant_id = $2 AND $3::text[] IS NULL RETURNING *',
-      null,
-    );
+    return this.change(tenantId, apiKeyId, (tx, now) => keyRepo.revoke(tx, tenantId, apiKeyId, now));
   }
 
-  private async change(tenantId: string, apiKeyId: string, sql: string, scopes: string[] | null): Promise<ApiKeyView> {
+  /** One key change and its hooks in one transaction; every node's key cache is dropped at commit. */
+  private async change(tenantId: string, apiKeyId: string, write: (tx: Tx, now: Date) => Promise<KeyRow | undefined>): Promise<ApiKeyView> {
     return this.db.transaction(async (tx) => {
-      const rows = await tx.query<KeyRow>(sql, [apiKeyId, tenantId, scopes, this.clock.now()]);
-      const row = rows[0];
+      const row = await write(tx, this.clock.now());
       if (!row) throw notFound('api key');
       for (const hook of this.hooks) {
         await hook(tx, { tenantId, apiKeyId, scopes: row.scopes, revoked: row.revoked_at !== null });
       }
-      // Every node (this one included, at commit) drops its cached keys.
       tx.notify(API_KEYS_CHANNEL);
       return toView(row);
     });

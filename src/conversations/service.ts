@@ -122,11 +122,7 @@ export class ConversationService {
   }
 
   async assignableOperators(ctx: Ctx) {
-    const { tenantId } = ctx;
-    const rows = await this.db.query<{ id: string; display_name: string; email: string }>(
-      'SELECT id, display_name, email FROM operators WHERE tenant_id = $1 AND active ORDER BY display_name, id',
-      [tenantId],
-    );
+    const rows = await operatorRepo.listActive(this.db, ctx.tenantId);
     return { operators: rows.map((row) => ({ operatorId: row.id, displayName: row.display_name, email: row.email })) };
   }
 

@@ -1,7 +1,8 @@
-import { Agent, request } from 'undici';
-import { guardedConnector } from '../webhooks/http-client.js';
-import { BlockedDestinationError, validateWebhookUrl, type Resolver } from '../webhooks/ssrf.js';
-import { errorChain } from '../util/error-chain.js';
+import { Agent, request, type Dispatcher } from 'undici';
+import { guardedConnector } from '../net/connector.js';
+import { classifyNetError } from '../net/failure.js';
+import { validateWebhookUrl, type Resolver } from '../net/guard.js';
+import { followRedirects } from '../net/redirects.js';
 
 export type FetchFailureCode = 'invalid_url' | 'blocked_destination' | 'http_status' | 'redirect' | 'too_large' | 'timeout' | 'connection';
 
@@ -55,9 +56,7 @@ export class GuardedFetcher {
   private readonly agent: Agent;
 
   constructor(private readonly opts: GuardedFetchOptions) {
-    // The webhook delivery connector: the host is resolved on every new connection, only approved public IPv4
-    // addresses are dialled, and the socket's peer is checked again after connecting.
-    const connect = guardedConnector({ allowPrivate: opts.allowPrivate, timeoutMs: opts.timeoutMs, resolver: opts.resolver, userAgent: '' });
+    const connect = guardedConnector({ allowPrivate: opts.allowPrivate, timeoutMs: opts.timeoutMs, resolver: opts.resolver });
     this.agent = new Agent({ connect, headersTimeout: opts.timeoutMs, bodyTimeout: opts.timeoutMs, connections: 16 });
   }
 
@@ -67,57 +66,59 @@ export class GuardedFetcher {
     const onAbort = () => controller.abort();
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      let target = checkFetchUrl(url, this.opts.allowPrivate);
-      for (let hop = 0; ; hop += 1) {
-        const res = await request(target, {
-          dispatcher: this.agent,
-          method: 'GET',
-          headers: {
-            'user-agent': this.opts.userAgent ?? 'm2m-knowledge/1.0',
-            accept: 'text/html,application/xhtml+xml,text/markdown,text/plain;q=0.9,application/pdf;q=0.8,*/*;q=0.5',
-            'accept-encoding': 'identity',
-          },
-          signal: controller.signal,
-        });
-        if (res.statusCode >= 300 && res.statusCode < 400 && res.headers.location) {
-          res.body.on('error', () => undefined).destroy();
-          if (hop >= (this.opts.maxRedirects ?? 5)) throw new FetchFailure('redirect', 'too many redirects', true);
-          const location = Array.isArray(res.headers.location) ? res.headers.location[0] : res.headers.location;
-          target = checkFetchUrl(new URL(location, target).toString(), this.opts.allowPrivate);
-          continue;
-        }
-        if (res.statusCode < 200 || res.statusCode >= 300) {
-          res.body.on('error', () => undefined).destroy();
-          const transient = res.statusCode >= 500 || res.statusCode === 429 || res.statusCode === 408;
-          throw new FetchFailure('http_status', `HTTP ${res.statusCode} from ${target.host}`, !transient);
-        }
-        const chunks: Buffer[] = [];
-        let size = 0;
-        for await (const chunk of res.body) {
-          size += (chunk as Buffer).length;
-          if (size > this.opts.maxBytes) {
-            res.body.on('error', () => undefined).destroy();
-            throw new FetchFailure('too_large', `the page is larger than ${this.opts.maxBytes} bytes`, true);
-          }
-          chunks.push(chunk as Buffer);
-        }
-        const type = res.headers['content-type'];
-        return { url: target.toString(), status: res.statusCode, contentType: Array.isArray(type) ? type[0] : type, body: Buffer.concat(chunks) };
+      const followed = await followRedirects(checkFetchUrl(url, this.opts.allowPrivate), {
+        maxRedirects: this.opts.maxRedirects ?? 5,
+        request: (target) => this.request(target, controller.signal),
+        next: (location, from) => checkFetchUrl(new URL(location, from).toString(), this.opts.allowPrivate),
+      });
+      if (followed.kind !== 'answer') throw new FetchFailure('redirect', 'too many redirects', true);
+      const { url: target, answer } = followed;
+      const res = answer.response;
+      if (answer.status < 200 || answer.status >= 300) {
+        res.body.on('error', () => undefined).destroy();
+        const transient = answer.status >= 500 || answer.status === 429 || answer.status === 408;
+        throw new FetchFailure('http_status', `HTTP ${answer.status} from ${target.host}`, !transient);
       }
+      const chunks: Buffer[] = [];
+      let size = 0;
+      for await (const chunk of res.body) {
+        size += (chunk as Buffer).length;
+        if (size > this.opts.maxBytes) {
+          res.body.on('error', () => undefined).destroy();
+          throw new FetchFailure('too_large', `the page is larger than ${this.opts.maxBytes} bytes`, true);
+        }
+        chunks.push(chunk as Buffer);
+      }
+      const type = res.headers['content-type'];
+      return { url: target.toString(), status: answer.status, contentType: Array.isArray(type) ? type[0] : type, body: Buffer.concat(chunks) };
     } catch (error) {
       if (error instanceof FetchFailure) throw error;
-      const errors = errorChain(error);
-      if (errors.some((e) => e instanceof BlockedDestinationError || e.code === 'BLOCKED_DESTINATION')) {
-        const blocked = errors.find((e) => e instanceof BlockedDestinationError) as Error | undefined;
-        throw new FetchFailure('blocked_destination', blocked?.message ?? 'destination is not allowed', true);
-      }
-      if (controller.signal.aborted) throw new FetchFailure('timeout', `no complete answer within ${this.opts.timeoutMs} ms`, false);
-      const code = errors.map((e) => (typeof e.code === 'string' ? e.code : '')).find(Boolean);
-      throw new FetchFailure('connection', `${code || 'connection error'}: ${error instanceof Error ? error.message : String(error)}`.slice(0, 300), false);
+      const failure = classifyNetError(error, controller.signal.aborted);
+      if (failure.code === 'blocked_destination') throw new FetchFailure('blocked_destination', failure.blockedReason ?? failure.message, true);
+      if (failure.code === 'timeout') throw new FetchFailure('timeout', `no complete answer within ${this.opts.timeoutMs} ms`, false);
+      throw new FetchFailure('connection', failure.message, false);
     } finally {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
     }
+  }
+
+  /** One GET; a redirect's body is dropped at once (its Location is all that is read). */
+  private async request(target: URL, signal: AbortSignal): Promise<{ status: number; location?: string; response: Dispatcher.ResponseData }> {
+    const response = await request(target, {
+      dispatcher: this.agent,
+      method: 'GET',
+      headers: {
+        'user-agent': this.opts.userAgent ?? 'm2m-knowledge/1.0',
+        accept: 'text/html,application/xhtml+xml,text/markdown,text/plain;q=0.9,application/pdf;q=0.8,*/*;q=0.5',
+        'accept-encoding': 'identity',
+      },
+      signal,
+    });
+    const header = response.headers.location;
+    const location = Array.isArray(header) ? header[0] : header;
+    if (response.statusCode >= 300 && response.statusCode < 400 && location) response.body.on('error', () => undefined).destroy();
+    return { status: response.statusCode, location, response };
   }
 
   async close(): Promise<void> {

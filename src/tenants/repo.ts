@@ -77,6 +77,11 @@ export const operatorRepo = {
   async get(db: Queryable, tenantId: string, operatorId: string): Promise<OperatorRow | undefined> {
     return (await db.query<OperatorRow>('SELECT * FROM operators WHERE id = $1 AND tenant_id = $2', [operatorId, tenantId]))[0];
   },
+
+  /** The tenant's active operators, by name: whom a conversation can be assigned to. */
+  async listActive(db: Queryable, tenantId: string): Promise<Array<Pick<OperatorRow, 'id' | 'display_name' | 'email'>>> {
+    return db.query('SELECT id, display_name, email FROM operators WHERE tenant_id = $1 AND active ORDER BY display_name, id', [tenantId]);
+  },
 };
 
 export const propertyRepo = {

@@ -6,12 +6,13 @@ import type { Clock } from '../clock.js';
 import type { Db } from '../db/driver.js';
 import { hasScope } from '../auth/scopes.js';
 import { WorkLoop, type Claimed } from '../jobs/work-loop.js';
-import { WEBHOOKS_CHANNEL, eventScope, type EventType } from './events.js';
+import { WEBHOOKS_CHANNEL, eventScope } from './events.js';
 import { HostSlots } from './host-slots.js';
 import { WebhookHttpClient, type PostResult } from './http-client.js';
+import { dispatchRepo, type ClaimedDelivery } from './dispatch-repo.js';
 import { OutcomeWriter } from './outcome-writer.js';
 import { signatureHeader } from './sign.js';
-import type { Resolver } from './ssrf.js';
+import type { Resolver } from '../net/guard.js';
 
 export const USER_AGENT = 'M2M-Webhooks/1.0 (tenant-scoped messaging API)';
 /** Attempts per cycle: the first plus one per retry delay. */
@@ -27,22 +28,6 @@ export interface DispatcherOptions {
   resolver?: Resolver;
   workerId?: string;
   decryptSecret: (sealed: string) => string;
-}
-
-interface ClaimedDelivery {
-  id: string;
-  tenant_id: string;
-  event_id: string;
-  event_type: EventType;
-  cycle_attempts: number;
-  body: string;
-  url: string;
-  host: string;
-  active: boolean;
-  deleted: boolean;
-  secret_sealed: string;
-  key_ok: boolean;
-  key_scopes: string[];
 }
 
 /** Decrypted signing secrets kept by a dispatcher (one per subscription and rotation). */
@@ -119,11 +104,8 @@ export class WebhookDispatcher {
     this.slots.close();
     await this.loop.stop(graceMs);
     if (this.unsent.length > 0) {
-      await this.db
-        .query('UPDATE webhook_deliveries SET locked_by = NULL, locked_until = NULL WHERE id = ANY ($1::text[]) AND locked_by = $2', [
-          this.unsent.splice(0),
-          this.workerId,
-        ])
+      await dispatchRepo
+        .handBack(this.db, this.workerId, this.unsent.splice(0))
         .catch((error: unknown) => this.log.error({ err: error }, 'could not hand back unsent webhook deliveries'));
     }
     await this.client.close();
@@ -139,40 +121,17 @@ export class WebhookDispatcher {
     const now = this.clock.now();
     const { hosts, room } = this.slots.claimRoom();
     const full = hosts.filter((_, i) => room[i] === 0);
-    // A generic plan: the claim's best plan is the same for every parameter value, and planning it cost more
-    // than running it.
-    const rows = await this.db.queryCachedPlan<ClaimedDelivery>(
-      `WITH candidates AS (
-         SELECT d2.id, d2.next_attempt_at, s2.host FROM webhook_deliveries d2
-         JOIN webhook_subscriptions s2 ON s2.id = d2.subscription_id
-         WHERE d2.status = 'pending' AND d2.next_attempt_at <= $3
-           AND (d2.locked_until IS NULL OR d2.locked_until < $3)
-           AND NOT (s2.host = ANY ($4::text[]))
-         ORDER BY d2.next_attempt_at
-         LIMIT $6
-       ), ranked AS (
-         SELECT c.id, c.next_attempt_at, row_number() OVER (PARTITION BY c.host ORDER BY c.next_attempt_at, c.id) AS n,
-                COALESCE(r.room, $7) AS room
-         FROM candidates c LEFT JOIN unnest($8::text[], $9::int[]) AS r(host, room) ON r.host = c.host
-       ), chosen AS (
-         SELECT id FROM ranked WHERE n <= room ORDER BY next_attempt_at LIMIT $5
-       ), claimed AS (
-         UPDATE webhook_deliveries d SET locked_by = $1, locked_until = $2, updated_at = $3
-         FROM (
-           SELECT d3.id FROM webhook_deliveries d3
-           WHERE d3.id IN (SELECT id FROM chosen) AND d3.status = 'pending' AND (d3.locked_until IS NULL OR d3.locked_until < $3)
-           FOR UPDATE SKIP LOCKED) due
-         WHERE d.id = due.id
-         RETURNING d.id, d.tenant_id, d.event_id, d.event_type, d.subscription_id, d.cycle_attempts)
-       SELECT c.id, c.tenant_id, c.event_id, c.event_type, c.cycle_attempts, e.body, s.url, s.host, s.active,
-              s.deleted_at IS NOT NULL AS deleted, s.secret_sealed,
-              (k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > $3)) AS key_ok, k.scopes AS key_scopes
-       FROM claimed c
-       JOIN webhook_events e ON e.id = c.event_id
-       JOIN webhook_subscriptions s ON s.id = c.subscription_id
-       JOIN api_keys k ON k.id = s.owner_api_key_id`,
-      [this.workerId, new Date(now.getTime() + this.leaseMs), now, full, limit, Math.min(limit * 4, 2_000), this.options.maxInFlightPerHost, hosts, room],
-    );
+    const rows = await dispatchRepo.claim(this.db, {
+      workerId: this.workerId,
+      leaseUntil: new Date(now.getTime() + this.leaseMs),
+      now,
+      full,
+      limit,
+      candidates: Math.min(limit * 4, 2_000),
+      defaultRoom: this.options.maxInFlightPerHost,
+      hosts,
+      room,
+    });
     const left = new Map(hosts.map((host, i) => [host, room[i]]));
     const units: Array<() => Promise<void>> = [];
     for (const row of rows) {
@@ -242,11 +201,7 @@ export class WebhookDispatcher {
   }
 
   private async cancel(row: ClaimedDelivery): Promise<void> {
-    await this.db.query(
-      `UPDATE webhook_deliveries SET status = 'canceled', completed_at = $3, updated_at = $3, next_attempt_at = NULL, locked_by = NULL, locked_until = NULL
-       WHERE id = $1 AND locked_by = $2 AND status = 'pending'`,
-      [row.id, this.workerId, this.clock.now()],
-    );
+    await dispatchRepo.cancel(this.db, this.workerId, row, this.clock.now());
   }
 
   private async send(row: ClaimedDelivery, startedAt: Date, log: LevelLogger): Promise<PostResult> {

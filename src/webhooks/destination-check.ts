@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { BlockedDestinationError, resolvePublicIPv4, type Resolver } from './ssrf.js';
+import { BlockedDestinationError, resolvePublicIPv4, type Resolver } from '../net/guard.js';
 
 /** How long a create or PATCH waits for DNS before accepting the URL (the per-attempt check still applies). */
 const LOOKUP_TIMEOUT_MS = 2_000;

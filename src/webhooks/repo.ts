@@ -68,6 +68,11 @@ export const subscriptionRepo = {
     return rows[0];
   },
 
+  /** Serialises subscription creates of one tenant (the per-tenant limit is counted inside the lock). */
+  async lockTenant(db: Queryable, tenantId: string): Promise<void> {
+    await db.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`webhook-subscriptions:${tenantId}`]);
+  },
+
   async count(db: Queryable, tenantId: string): Promise<number> {
     const rows = await db.query<{ count: number }>(`SELECT count(*)::int AS count FROM webhook_subscriptions WHERE tenant_id = $1 AND ${live}`, [tenantId]);
     return rows[0].count;
@@ -120,23 +125,23 @@ const cancelSet = `status = 'canceled', completed_at = $2, updated_at = $2, next
 
 export const deliveryRepo = {
   /** Cancels pending deliveries of a subscription, optionally only those of the given event types. */
-  async cancelForSubscription(db: Queryable, subscriptionId: string, now: Date, eventTypes?: string[]): Promise<number> {
+  async cancelForSubscription(db: Queryable, tenantId: string, subscriptionId: string, now: Date, eventTypes?: string[]): Promise<number> {
     const rows = await db.query(
       `UPDATE webhook_deliveries SET ${cancelSet}
-       WHERE subscription_id = $1 AND status = 'pending' AND ($3::text[] IS NULL OR event_type = ANY ($3::text[])) RETURNING id`,
-      [subscriptionId, now, eventTypes ?? null],
+       WHERE subscription_id = $1 AND status = 'pending' AND ($3::text[] IS NULL OR event_type = ANY ($3::text[])) AND tenant_id = $4 RETURNING id`,
+      [subscriptionId, now, eventTypes ?? null, tenantId],
     );
     return rows.length;
   },
 
   /** Cancels pending deliveries of every subscription owned by a key (optionally only some event types). */
-  async cancelForOwner(db: Queryable, apiKeyId: string, now: Date, eventTypes?: string[]): Promise<number> {
+  async cancelForOwner(db: Queryable, tenantId: string, apiKeyId: string, now: Date, eventTypes?: string[]): Promise<number> {
     const rows = await db.query(
       `UPDATE webhook_deliveries SET ${cancelSet}
-       WHERE status = 'pending' AND ($3::text[] IS NULL OR event_type = ANY ($3::text[]))
-         AND subscription_id IN (SELECT id FROM webhook_subscriptions WHERE owner_api_key_id = $1)
+       WHERE status = 'pending' AND ($3::text[] IS NULL OR event_type = ANY ($3::text[])) AND tenant_id = $4
+         AND subscription_id IN (SELECT id FROM webhook_subscriptions WHERE owner_api_key_id = $1 AND tenant_id = $4)
        RETURNING id`,
-      [apiKeyId, now, eventTypes ?? null],
+      [apiKeyId, now, eventTypes ?? null, tenantId],
     );
     return rows.length;
   },

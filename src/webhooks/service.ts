@@ -13,7 +13,7 @@ import { isEventType } from '../events/types.js';
 import { EVENT_TYPES, WEBHOOKS_CHANNEL, eventScope, emitUnchecked, requiredScopesFor, type EventType } from './events.js';
 import { deliveryRepo, subscriptionRepo, type AttemptRow, type DeliveryListRow, type DeliveryRow, type SubscriptionRow } from './repo.js';
 import { newWebhookSecret } from './sign.js';
-import { validateWebhookUrl, type Resolver } from './ssrf.js';
+import { validateWebhookUrl, type Resolver } from '../net/guard.js';
 import { destinationRefusal } from './destination-check.js';
 import type { CreateSubscriptionBody, DeliveryListQuery, DeliveryParams, RecoverBody, SubscriptionParams, UpdateSubscriptionBody } from './schema.js';
 
@@ -112,7 +112,7 @@ export class WebhookService {
     const { url, host } = await this.checkUrl(input.url);
     const secret = newWebhookSecret();
     return transactionOf(this.deps.db, ctx, async (tx) => {
-      await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`webhook-subscriptions:${ctx.tenantId}`]);
+      await subscriptionRepo.lockTenant(tx, ctx.tenantId);
       if ((await subscriptionRepo.count(tx, ctx.tenantId)) >= MAX_SUBSCRIPTIONS_PER_TENANT) {
         throw conflict(`a business can have at most ${MAX_SUBSCRIPTIONS_PER_TENANT} webhook subscriptions; delete one first`);
       }
@@ -169,10 +169,10 @@ export class WebhookService {
         ownerApiKeyId: owner.id,
         now,
       });
-      if (!active) await deliveryRepo.cancelForSubscription(tx, id, now);
+      if (!active) await deliveryRepo.cancelForSubscription(tx, ctx.tenantId, id, now);
       else {
         const removed = current.events.filter((type) => !nextEvents.includes(type));
-        if (removed.length > 0) await deliveryRepo.cancelForSubscription(tx, id, now, removed);
+        if (removed.length > 0) await deliveryRepo.cancelForSubscription(tx, ctx.tenantId, id, now, removed);
       }
       return subscriptionView(row);
     });
@@ -182,7 +182,7 @@ export class WebhookService {
     await this.deps.db.transaction(async (tx) => {
       const now = this.deps.clock.now();
       if (!(await subscriptionRepo.softDelete(tx, ctx.tenantId, id, now))) throw notFound('webhook subscription');
-      await deliveryRepo.cancelForSubscription(tx, id, now);
+      await deliveryRepo.cancelForSubscription(tx, ctx.tenantId, id, now);
     });
   }
 
@@ -291,14 +291,14 @@ export class WebhookService {
   }
 
   /** Key revoked or downscoped: cancel pending deliveries the key may no longer receive. */
-  async onApiKeyChanged(tx: Tx, change: { apiKeyId: string; scopes: string[]; revoked: boolean }): Promise<void> {
+  async onApiKeyChanged(tx: Tx, change: { tenantId: string; apiKeyId: string; scopes: string[]; revoked: boolean }): Promise<void> {
     const now = this.deps.clock.now();
     if (change.revoked) {
-      await deliveryRepo.cancelForOwner(tx, change.apiKeyId, now);
+      await deliveryRepo.cancelForOwner(tx, change.tenantId, change.apiKeyId, now);
       return;
     }
     const lost = EVENT_TYPES.filter((type) => !hasScope(change.scopes, eventScope(type)));
-    if (lost.length > 0) await deliveryRepo.cancelForOwner(tx, change.apiKeyId, now, lost);
+    if (lost.length > 0) await deliveryRepo.cancelForOwner(tx, change.tenantId, change.apiKeyId, now, lost);
   }
 
   async purgeExpired(): Promise<number> {

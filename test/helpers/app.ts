@@ -3,7 +3,7 @@ import pino from 'pino';
 import type { Clock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { createRuntime, type Runtime } from '../../src/runtime.js';
-import type { Resolver } from '../../src/webhooks/ssrf.js';
+import type { Resolver } from '../../src/net/guard.js';
 import { isolatedDatabase } from './db.js';
 
 export const ADMIN_TOKEN = 'test-admin-token';

@@ -1,9 +1,9 @@
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { Readable } from 'node:stream';
 import { Agent, request } from 'undici';
-import { guardedConnector } from '../../webhooks/http-client.js';
-import { BlockedDestinationError, type Resolver } from '../../webhooks/ssrf.js';
-import { errorChain } from '../../util/error-chain.js';
+import { guardedConnector } from '../../net/connector.js';
+import { classifyNetError } from '../../net/failure.js';
+import type { Resolver } from '../../net/guard.js';
 
 export type FetchErrorCode = 'blocked_destination' | 'timeout' | 'too_large' | 'connection' | 'host_not_found';
 
@@ -64,16 +64,15 @@ function decoder(encoding: string | undefined): NodeJS.ReadWriteStream | undefin
 }
 
 /**
- * One GET at a time through the SSRF guard (the webhook connector: every new connection resolves the host,
- * dials only approved addresses and checks the peer after connecting). Redirects are never followed here:
- * the crawler follows them hop by hop so each hop is checked (site, robots, duplicates) like a link.
+ * One GET at a time through the SSRF guard (src/net/connector.ts). Redirects are never followed here: the
+ * crawler follows them hop by hop (src/net/redirects.ts) so each hop is checked (site, robots, duplicates) like a link.
  */
 export class CrawlFetcher {
   private readonly agent: Agent;
 
   constructor(private readonly opts: FetcherOptions) {
     this.agent = new Agent({
-      connect: guardedConnector({ allowPrivate: opts.allowPrivate, timeoutMs: opts.timeoutMs, resolver: opts.resolver, userAgent: opts.userAgent }),
+      connect: guardedConnector({ allowPrivate: opts.allowPrivate, timeoutMs: opts.timeoutMs, resolver: opts.resolver }),
       connections: opts.connections,
       keepAliveTimeout: 4_000,
       headersTimeout: opts.timeoutMs,
@@ -115,21 +114,12 @@ export class CrawlFetcher {
       body?.on('error', () => undefined).destroy();
       if (signal?.aborted) throw signal.reason ?? error;
       if (error instanceof CrawlFetchError) throw error;
-      const errors = errorChain(error);
-      if (errors.some((e) => e instanceof BlockedDestinationError || e.code === 'BLOCKED_DESTINATION')) {
-        const blocked = errors.find((e) => e instanceof BlockedDestinationError) as Error | undefined;
-        throw new CrawlFetchError('blocked_destination', blocked?.message ?? 'destination is not allowed');
-      }
-      if (deadline.aborted || errors.some((e) => typeof e.code === 'string' && e.code.startsWith('UND_ERR_') && e.code.includes('TIMEOUT'))) {
-        throw new CrawlFetchError('timeout', `no complete answer within ${this.opts.timeoutMs} ms`);
-      }
+      const failure = classifyNetError(error, deadline.aborted);
+      if (failure.code === 'blocked_destination') throw new CrawlFetchError('blocked_destination', failure.blockedReason ?? failure.message);
+      if (failure.code === 'timeout') throw new CrawlFetchError('timeout', `no complete answer within ${this.opts.timeoutMs} ms`);
       // The name does not resolve (any more): a site that vanished, told apart from one that is down.
-      if (errors.some((e) => e.code === 'ENOTFOUND' || e.code === 'ENODATA')) {
-        throw new CrawlFetchError('host_not_found', `the host ${url.hostname} could not be found (DNS)`);
-      }
-      const code = errors.map((e) => (typeof e.code === 'string' ? e.code : '')).find(Boolean);
-      const message = error instanceof Error ? error.message : String(error);
-      throw new CrawlFetchError('connection', `${code || 'connection error'}: ${message}`.slice(0, 300));
+      if (failure.hostNotFound) throw new CrawlFetchError('host_not_found', `the host ${url.hostname} could not be found (DNS)`);
+      throw new CrawlFetchError('connection', failure.message);
     }
   }
 

@@ -1,5 +1,6 @@
+import { followRedirects, Stop } from '../../net/redirects.js';
 import { extractPage, type ExtractedPage } from './extract.js';
-import { CrawlFetchError, type CrawlFetcher } from './fetcher.js';
+import { CrawlFetchError, type Answer, type CrawlFetcher } from './fetcher.js';
 import type { HostGate } from './gate.js';
 import type { RobotsPolicy } from './robots.js';
 import { checkCrawlUrl, cleanUrl, pageKey, siteOf } from './url.js';
@@ -93,51 +94,64 @@ function conditionalHeaders(previous: PreviousPage | undefined): Record<string, 
 export async function fetchPage(item: Item, ctx: PageFetchContext): Promise<PageResult> {
   let target = item.url;
   const hops: string[] = [];
-  let retries = 0;
+  const waits = { retries: 0 };
   try {
-    for (let hop = 0; hop <= MAX_REDIRECTS; hop += 1) {
-      if (!(await ctx.robotsFor(target)).allows(target)) return fail(item, target, 'robots_disallowed', 'robots.txt disallows this URL');
-      const gate = await ctx.gateFor(target);
-      const previous = ctx.previous(pageKey(target));
-      const conditional = conditionalHeaders(previous);
-      const answer = await gate.run(() => ctx.fetcher.get(target, (type) => HTML.test(type), ACCEPT, ctx.signal, conditional), ctx.signal);
-      const validators = { etag: answer.etag, lastModified: answer.lastModified };
-      if (answer.status === 429 || answer.status === 503) {
-        const wait = retryAfterMs(answer.retryAfter);
-        if (wait !== undefined && retries < MAX_RETRY_AFTER && Date.now() + wait < ctx.deadline) {
-          // The whole host waits, not just this page; then the same URL is asked again.
-          gate.pauseUntil(Date.now() + wait);
-          retries += 1;
-          hop -= 1;
-          continue;
-        }
-        if (wait !== undefined) return fail(item, target, 'http_status', `HTTP ${answer.status}; Retry-After ${Math.ceil(wait / 1000)} s ends past the crawl's deadline or retries`);
-      }
-      if (answer.status === 304 && previous && conditional) {
-        return { kind: 'unchanged', item, final: target, hops, previous, validators: { etag: validators.etag ?? previous.etag, lastModified: validators.lastModified ?? previous.lastModified } };
-      }
-      if (answer.status >= 300 && answer.status < 400 && answer.location) {
+    const followed = await followRedirects<Answer, PageResult>(item.url, {
+      maxRedirects: MAX_REDIRECTS,
+      request: (url) => {
+        target = url;
+        return requestPage(item, url, hops, waits, ctx);
+      },
+      next: (location, from) => {
         let next: URL;
         try {
-          next = cleanUrl(checkCrawlUrl(new URL(answer.location, target), ctx.allowPrivate));
+          next = cleanUrl(checkCrawlUrl(new URL(location, from), ctx.allowPrivate));
         } catch (error) {
-          return fail(item, target, 'blocked_destination', `redirect to a refused URL: ${(error as Error).message}`);
+          return new Stop(fail(item, from, 'blocked_destination', `redirect to a refused URL: ${(error as Error).message}`));
         }
-        if (siteOf(next) !== ctx.site) return fail(item, target, 'offsite_redirect', `redirects off the site to ${next.host}`);
+        if (siteOf(next) !== ctx.site) return new Stop(fail(item, from, 'offsite_redirect', `redirects off the site to ${next.host}`));
         const key = pageKey(next);
-        if (ctx.isStored(key)) return { kind: 'skipped', item };
+        if (ctx.isStored(key)) return new Stop({ kind: 'skipped', item });
         hops.push(key);
-        target = next;
-        continue;
-      }
-      if (answer.status < 200 || answer.status >= 300) return fail(item, target, 'http_status', `HTTP ${answer.status}`);
-      if (!answer.body) return fail(item, target, 'unsupported_content_type', `not an HTML page (${answer.contentType ?? 'no content type'})`);
-      return { kind: 'page', item, final: target, hops, page: extractPage(answer.body.toString('utf8')), validators };
-    }
-    return fail(item, target, 'redirect', `more than ${MAX_REDIRECTS} redirects`);
+        return next;
+      },
+    });
+    if (followed.kind === 'stopped') return followed.value;
+    if (followed.kind === 'too_many') return fail(item, followed.url, 'redirect', `more than ${MAX_REDIRECTS} redirects`);
+    const { answer, url: final } = followed;
+    if (answer.status < 200 || answer.status >= 300) return fail(item, final, 'http_status', `HTTP ${answer.status}`);
+    if (!answer.body) return fail(item, final, 'unsupported_content_type', `not an HTML page (${answer.contentType ?? 'no content type'})`);
+    const validators = { etag: answer.etag, lastModified: answer.lastModified };
+    return { kind: 'page', item, final, hops, page: extractPage(answer.body.toString('utf8')), validators };
   } catch (error) {
     if (error instanceof CrawlFetchError) return fail(item, target, error.code, error.message);
     if (ctx.signal.aborted) return { kind: 'skipped', item };
     return fail(item, target, 'internal_error', error instanceof Error ? error.message : String(error));
+  }
+}
+
+/** One hop: robots.txt, the host's gate, a conditional request for a page stored before, Retry-After waits. */
+async function requestPage(item: Item, target: URL, hops: string[], waits: { retries: number }, ctx: PageFetchContext): Promise<Answer | Stop<PageResult>> {
+  for (;;) {
+    if (!(await ctx.robotsFor(target)).allows(target)) return new Stop(fail(item, target, 'robots_disallowed', 'robots.txt disallows this URL'));
+    const gate = await ctx.gateFor(target);
+    const previous = ctx.previous(pageKey(target));
+    const conditional = conditionalHeaders(previous);
+    const answer = await gate.run(() => ctx.fetcher.get(target, (type) => HTML.test(type), ACCEPT, ctx.signal, conditional), ctx.signal);
+    if (answer.status === 429 || answer.status === 503) {
+      const wait = retryAfterMs(answer.retryAfter);
+      if (wait !== undefined && waits.retries < MAX_RETRY_AFTER && Date.now() + wait < ctx.deadline) {
+        // The whole host waits, not just this page; then the same URL is asked again.
+        gate.pauseUntil(Date.now() + wait);
+        waits.retries += 1;
+        continue;
+      }
+      if (wait !== undefined) return new Stop(fail(item, target, 'http_status', `HTTP ${answer.status}; Retry-After ${Math.ceil(wait / 1000)} s ends past the crawl's deadline or retries`));
+    }
+    if (answer.status === 304 && previous && conditional) {
+      const validators = { etag: answer.etag ?? previous.etag, lastModified: answer.lastModified ?? previous.lastModified };
+      return new Stop({ kind: 'unchanged', item, final: target, hops, previous, validators });
+    }
+    return answer;
   }
 }

@@ -1,4 +1,5 @@
 import robotsParser from 'robots-parser';
+import { followRedirects, Stop } from '../../net/redirects.js';
 import { CrawlFetchError, type CrawlFetcher } from './fetcher.js';
 import { CrawlUrlError, checkCrawlUrl } from './url.js';
 
@@ -54,36 +55,38 @@ export async function loadRobots(origin: string, opts: RobotsOptions): Promise<R
   } catch (error) {
     return fixed('disallow_all', `robots.txt cannot be requested: ${(error as Error).message}`);
   }
-  for (let hop = 0; hop <= MAX_REDIRECTS; hop += 1) {
-    let answer;
-    try {
-      answer = await opts.fetcher.get(target, () => true, 'text/plain, */*;q=0.5', opts.signal);
-    } catch (error) {
-      if (error instanceof CrawlFetchError) {
-        return { ...fixed('disallow_all', `robots.txt unreachable (${error.code}: ${error.message})`), hostNotFound: error.code === 'host_not_found' };
-      }
-      throw error;
+  let followed;
+  try {
+    followed = await followRedirects(target, {
+      maxRedirects: MAX_REDIRECTS,
+      request: (url) => opts.fetcher.get(url, () => true, 'text/plain, */*;q=0.5', opts.signal),
+      next: (location, from) => {
+        try {
+          return checkCrawlUrl(new URL(location, from), opts.allowPrivate);
+        } catch (error) {
+          if (error instanceof CrawlUrlError || error instanceof TypeError) return new Stop(fixed('disallow_all', `robots.txt redirects to a refused URL: ${error.message}`));
+          throw error;
+        }
+      },
+    });
+  } catch (error) {
+    if (error instanceof CrawlFetchError) {
+      return { ...fixed('disallow_all', `robots.txt unreachable (${error.code}: ${error.message})`), hostNotFound: error.code === 'host_not_found' };
     }
-    if (answer.status >= 300 && answer.status < 400 && answer.location) {
-      try {
-        target = checkCrawlUrl(new URL(answer.location, target), opts.allowPrivate);
-      } catch (error) {
-        if (error instanceof CrawlUrlError || error instanceof TypeError) return fixed('disallow_all', `robots.txt redirects to a refused URL: ${(error as Error).message}`);
-        throw error;
-      }
-      continue;
-    }
-    if (answer.status >= 500) return fixed('disallow_all', `robots.txt answered HTTP ${answer.status}`);
-    if (answer.status >= 400 || answer.status < 200 || answer.status >= 300) return fixed('allow_all');
-    const robots = parse(robotsUrl, (answer.body ?? Buffer.alloc(0)).toString('utf8'));
-    const delay = robots.getCrawlDelay(opts.agentToken);
-    return {
-      kind: 'parsed',
-      // isAllowed is undefined for URLs of another origin; those are checked against their own robots.txt.
-      allows: (url) => robots.isAllowed(url.href, opts.agentToken) !== false,
-      crawlDelayMs: delay && Number.isFinite(delay) && delay > 0 ? Math.min(Math.round(delay * 1000), opts.maxDelayMs) : 0,
-      sitemaps: robots.getSitemaps(),
-    };
+    throw error;
   }
-  return fixed('allow_all');
+  if (followed.kind === 'stopped') return followed.value;
+  if (followed.kind === 'too_many') return fixed('allow_all');
+  const answer = followed.answer;
+  if (answer.status >= 500) return fixed('disallow_all', `robots.txt answered HTTP ${answer.status}`);
+  if (answer.status >= 400 || answer.status < 200 || answer.status >= 300) return fixed('allow_all');
+  const robots = parse(robotsUrl, (answer.body ?? Buffer.alloc(0)).toString('utf8'));
+  const delay = robots.getCrawlDelay(opts.agentToken);
+  return {
+    kind: 'parsed',
+    // isAllowed is undefined for URLs of another origin; those are checked against their own robots.txt.
+    allows: (url) => robots.isAllowed(url.href, opts.agentToken) !== false,
+    crawlDelayMs: delay && Number.isFinite(delay) && delay > 0 ? Math.min(Math.round(delay * 1000), opts.maxDelayMs) : 0,
+    sitemaps: robots.getSitemaps(),
+  };
 }

@@ -1,4 +1,5 @@
 import { gunzipSync } from 'node:zlib';
+import { followRedirects, Stop } from '../../net/redirects.js';
 import { CrawlFetchError, type CrawlFetcher } from './fetcher.js';
 import { checkCrawlUrl } from './url.js';
 
@@ -32,37 +33,36 @@ export function parseSitemap(xml: string): { index: boolean; locs: string[] } {
 }
 
 async function fetchXml(url: URL, opts: SitemapOptions): Promise<string | undefined> {
-  let target = url;
-  for (let hop = 0; hop <= 5; hop += 1) {
-    let answer;
-    try {
-      answer = await opts.fetcher.get(target, () => true, 'application/xml, text/xml;q=0.9, */*;q=0.5', opts.signal);
-    } catch (error) {
-      if (error instanceof CrawlFetchError) return undefined;
-      throw error;
-    }
-    if (answer.status >= 300 && answer.status < 400 && answer.location) {
-      try {
-        target = checkCrawlUrl(new URL(answer.location, target), opts.allowPrivate);
-      } catch {
-        return undefined;
-      }
-      if (!opts.sameSite(target)) return undefined;
-      continue;
-    }
-    if (!answer.body) return undefined;
-    let bytes = answer.body;
-    // .xml.gz files are served as application/gzip (not Content-Encoding): the bytes themselves are gzip.
-    if (bytes.length > 2 && bytes[0] === 0x1f && bytes[1] === 0x8b) {
-      try {
-        bytes = gunzipSync(bytes, { maxOutputLength: opts.maxBytes });
-      } catch {
-        return undefined;
-      }
-    }
-    return bytes.toString('utf8');
+  let followed;
+  try {
+    followed = await followRedirects(url, {
+      maxRedirects: 5,
+      request: (target) => opts.fetcher.get(target, () => true, 'application/xml, text/xml;q=0.9, */*;q=0.5', opts.signal),
+      next: (location, from) => {
+        let target: URL;
+        try {
+          target = checkCrawlUrl(new URL(location, from), opts.allowPrivate);
+        } catch {
+          return new Stop(undefined);
+        }
+        return opts.sameSite(target) ? target : new Stop(undefined);
+      },
+    });
+  } catch (error) {
+    if (error instanceof CrawlFetchError) return undefined;
+    throw error;
   }
-  return undefined;
+  if (followed.kind !== 'answer' || !followed.answer.body) return undefined;
+  let bytes = followed.answer.body;
+  // .xml.gz files are served as application/gzip (not Content-Encoding): the bytes themselves are gzip.
+  if (bytes.length > 2 && bytes[0] === 0x1f && bytes[1] === 0x8b) {
+    try {
+      bytes = gunzipSync(bytes, { maxOutputLength: opts.maxBytes });
+    } catch {
+      return undefined;
+    }
+  }
+  return bytes.toString('utf8');
 }
 
 /**

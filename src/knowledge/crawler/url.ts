@@ -1,5 +1,5 @@
 import { isIPv4 } from 'node:net';
-import { isPublicIPv4 } from '../../webhooks/ssrf.js';
+import { isPublicIPv4 } from '../../net/guard.js';
 
 export const MAX_URL_LENGTH = 2048;
 

@@ -1,7 +1,7 @@
 import type { Config } from '../../config.js';
 import type { Db } from '../../db/driver.js';
 import type { JobRunner } from '../../jobs/runner.js';
-import type { Resolver } from '../../webhooks/ssrf.js';
+import type { Resolver } from '../../net/guard.js';
 import { LocalEmbedder, RemoteEmbedder, type Embedder } from './embedder.js';
 import { CrawlFetcher } from './fetcher.js';
 import { registerCrawlJobs } from './job.js';
