@@ -1168,7 +1168,7 @@ export class WebhooksResource {
   /**
    * Create a webhook subscription
    *
-   * Subscribes a public HTTPS URL (port 443) to event types. The calling key becomes the owner and must hold webhooks:write plus the read scope of every selected event type. The signing secret (whsec_…) is returned only here and on rotation. At most 50 subscriptions per business. rateLimitPerSecond (optional) spaces deliveries to the endpoint; deliveries beyond it wait as pending. health shows consecutive failures and the last success and failure; a subscription whose every attempt failed for 5 days (at least 10 attempts) is disabled with disabledReason "failing" and webhook.subscription.disabled is emitted. Send Idempotency-Key to make retries safe.
+   * Subscribes a public HTTPS URL (port 443) to event types. The calling key becomes the owner and must hold webhooks:write plus the read scope of every selected event type. The signing secret (whsec_…) is returned only here and on rotation. At most 50 subscriptions per business. rateLimitPerSecond (optional) spaces deliveries to the endpoint; deliveries beyond it wait as pending. health shows consecutive failures and the last success and failure; a subscription whose every attempt failed for 5 days (the default; at least 10 attempts) is disabled with disabledReason "failing" and webhook.subscription.disabled is emitted. Send Idempotency-Key to make retries safe.
    *
    * `POST /webhooks` · scopes: webhooks:write · sends an Idempotency-Key (generated unless options.idempotencyKey is given)
    */
