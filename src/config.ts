@@ -19,6 +19,8 @@ export interface Config {
   webhookAttemptTimeoutMs: number;
   webhookMaxInFlight: number;
   webhookMaxInFlightPerHost: number;
+  /** A subscription whose every attempt failed for this long (and at least 10 times) is disabled. */
+  webhookAutoDisableAfterMs: number;
   secretKey: Buffer | undefined;
   rateLimitRps: number;
   rateLimitBurst: number;
@@ -195,6 +197,7 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
     webhookAttemptTimeoutMs: int(env, 'WEBHOOK_ATTEMPT_TIMEOUT_MS', 10_000, 50, 60_000),
     webhookMaxInFlight: int(env, 'WEBHOOK_MAX_IN_FLIGHT', 256, 1, 10_000),
     webhookMaxInFlightPerHost: int(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_HOST', 64, 1, 10_000),
+    webhookAutoDisableAfterMs: int(env, 'WEBHOOK_AUTO_DISABLE_AFTER_MS', 5 * 24 * 60 * 60 * 1000, 1, 365 * 24 * 60 * 60 * 1000),
     secretKey: secretKey(env),
     rateLimitRps: int(env, 'RATE_LIMIT_RPS', 20, 1, 1_000_000),
     rateLimitBurst: int(env, 'RATE_LIMIT_BURST', 100, 1, 1_000_000),

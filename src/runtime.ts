@@ -80,6 +80,7 @@ export async function createRuntime(config: Config, options: { clock?: Clock; lo
     allowPrivateDestinations: config.allowPrivateDestinations,
     maxInFlight: config.webhookMaxInFlight,
     maxInFlightPerHost: config.webhookMaxInFlightPerHost,
+    autoDisableAfterMs: config.webhookAutoDisableAfterMs,
     pollIntervalMs: config.jobPollIntervalMs,
     resolver: options.resolver,
     decryptSecret: (sealed) => services.webhooks.decryptSecret(sealed),

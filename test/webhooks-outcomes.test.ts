@@ -1,7 +1,6 @@
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Queryable } from '../src/db/driver.js';
-import { OutcomeWriter, type AttemptOutcome } from '../src/webhooks/outcome-writer.js';
+import { OutcomeWriter, type AttemptOutcome, type OutcomeDb } from '../src/webhooks/outcome-writer.js';
 import { startTestApp, type TestApp } from './helpers/app.js';
 import { FULL_WEBHOOK_SCOPES, createSubscription, emitEvent } from './fixtures/webhooks.js';
 
@@ -27,14 +26,19 @@ test('concurrent outcomes are written in few statements, each fenced by its leas
   await db.query(`UPDATE webhook_deliveries SET locked_by = 'worker-b', locked_until = now() + interval '1 minute' WHERE id = $1`, [ids[29]]);
 
   let statements = 0;
-  const counting: Queryable = { query: (sql, params) => (statements++, db.query(sql, params)) };
-  const writer = new OutcomeWriter(counting, 'worker-a');
+  const counting: OutcomeDb = {
+    kind: db.kind,
+    query: (sql, params) => (statements++, db.query(sql, params)),
+    transaction: (fn) => (statements++, db.transaction(fn)),
+  };
+  const writer = new OutcomeWriter(counting, 'worker-a', { afterMs: 60_000, minFailures: 10 });
   const started = new Date(Date.now() - 50);
   const outcome = (id: string, i: number): AttemptOutcome => {
     const kind = i % 3;
     return {
       deliveryId: id,
       tenantId,
+      subscriptionId,
       status: kind === 0 ? 'delivered' : kind === 1 ? 'pending' : 'failed',
       nextAttemptAt: kind === 1 ? new Date(Date.now() + 60_000) : null,
       httpStatus: kind === 0 ? 204 : kind === 1 ? 503 : null,
@@ -77,15 +81,19 @@ test('concurrent outcomes are written in few statements, each fenced by its leas
 
 test('a failed write rejects only the callers in that batch', async () => {
   let calls = 0;
-  const failing: Queryable = {
+  const failing: OutcomeDb = {
+    kind: 'postgres',
     query: async () => {
       calls++;
       throw new Error('connection lost');
     },
+    transaction: async () => {
+      throw new Error('not used');
+    },
   };
-  const writer = new OutcomeWriter(failing, 'worker-a');
+  const writer = new OutcomeWriter(failing, 'worker-a', { afterMs: 60_000, minFailures: 10 });
   const now = new Date();
-  const base = { tenantId: 't', status: 'delivered' as const, nextAttemptAt: null, httpStatus: 200, failureCode: null, finishedAt: now, startedAt: now, durationMs: 1, error: null };
+  const base = { tenantId: 't', subscriptionId: 'whk_x', status: 'delivered' as const, nextAttemptAt: null, httpStatus: 200, failureCode: null, finishedAt: now, startedAt: now, durationMs: 1, error: null };
   const results = await Promise.allSettled([writer.write({ ...base, deliveryId: 'a' }), writer.write({ ...base, deliveryId: 'b' })]);
   assert.deepEqual(results.map((r) => r.status), ['rejected', 'rejected']);
   assert.equal(calls, 2, 'the first outcome alone, then the one that waited');

@@ -16,7 +16,7 @@ import {
 // Subscriptions CRUD, permissions, URL rules and the delivery list's paging. No workers run here: the
 // deliveries the paging tests look at stay pending, and no URL is ever contacted.
 
-const SUBSCRIPTION_FIELDS = ['subscriptionId', 'url', 'events', 'active', 'ownerApiKeyId', 'createdAt', 'updatedAt'];
+const SUBSCRIPTION_FIELDS = ['subscriptionId', 'url', 'events', 'active', 'ownerApiKeyId', 'createdAt', 'updatedAt', 'health'];
 const sorted = (values: readonly string[]) => [...values].sort();
 
 describe('webhook subscriptions', () => {

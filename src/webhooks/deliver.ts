@@ -9,8 +9,8 @@ import { WorkLoop, type Claimed } from '../jobs/work-loop.js';
 import { WEBHOOKS_CHANNEL, eventScope } from './events.js';
 import { HostSlots } from './host-slots.js';
 import { WebhookHttpClient, type PostResult } from './http-client.js';
+import { AUTO_DISABLE_MIN_FAILURES, OutcomeWriter } from './outcome-writer.js';
 import { dispatchRepo, type ClaimedDelivery } from './dispatch-repo.js';
-import { OutcomeWriter } from './outcome-writer.js';
 import { signatureHeader } from './sign.js';
 import type { Resolver } from '../net/guard.js';
 
@@ -24,6 +24,8 @@ export interface DispatcherOptions {
   allowPrivateDestinations: boolean;
   maxInFlight: number;
   maxInFlightPerHost: number;
+  /** WEBHOOK_AUTO_DISABLE_AFTER_MS (see OutcomeWriter). */
+  autoDisableAfterMs: number;
   pollIntervalMs: number;
   resolver?: Resolver;
   workerId?: string;
@@ -32,8 +34,12 @@ export interface DispatcherOptions {
 
 /** Decrypted signing secrets kept by a dispatcher (one per subscription and rotation). */
 const SECRET_CACHE_SIZE = 1_000;
+/** Subscriptions a claim visits at most (round robin: the next claim goes on after the last one). */
+const CLAIM_SUBSCRIPTIONS = 100;
 /** Once caught up with the queue, the dispatcher claims at most this often (see WorkLoopOptions.batchWindowMs). */
 const CLAIM_BATCH_WINDOW_MS = 10;
+/** On PGlite, where every claim takes the one connection from the outcome writes, claims are further apart. */
+const PGLITE_CLAIM_BATCH_WINDOW_MS = 25;
 
 /** Delay before the next attempt after `failedInCycle` failures, with ±10% jitter so retries spread out. */
 export function retryDelay(delays: number[], failedInCycle: number): number {
@@ -58,6 +64,10 @@ export class WebhookDispatcher {
   private readonly leaseMs: number;
   private readonly outcomes: OutcomeWriter;
   private unlisten: (() => void) | undefined;
+  private pacedWake: NodeJS.Timeout | undefined;
+  private pacedWakeAt = 0;
+  /** The round robin of claims over subscriptions: the next claim visits those after this id. */
+  private claimAfter = '';
 
   constructor(
     private readonly db: Db,
@@ -70,7 +80,7 @@ export class WebhookDispatcher {
     // at most the cap, and every request in flight ends within the timeout), the attempt itself, and the write.
     this.leaseMs = options.attemptTimeoutMs * 3 + 5_000;
     this.slots = new HostSlots(options.maxInFlightPerHost, () => this.loop.wake());
-    this.outcomes = new OutcomeWriter(db, this.workerId);
+    this.outcomes = new OutcomeWriter(db, this.workerId, { afterMs: options.autoDisableAfterMs, minFailures: AUTO_DISABLE_MIN_FAILURES });
     this.client = new WebhookHttpClient({
       allowPrivate: options.allowPrivateDestinations,
       timeoutMs: options.attemptTimeoutMs,
@@ -80,7 +90,7 @@ export class WebhookDispatcher {
     this.loop = new WorkLoop({
       pollIntervalMs: options.pollIntervalMs,
       maxInFlight: options.maxInFlight,
-      batchWindowMs: CLAIM_BATCH_WINDOW_MS,
+      batchWindowMs: db.kind === 'pglite' ? PGLITE_CLAIM_BATCH_WINDOW_MS : CLAIM_BATCH_WINDOW_MS,
       claim: (limit) => this.claim(limit),
       onError: (error) => this.log.error({ err: error }, 'webhook dispatcher error'),
     });
@@ -101,6 +111,7 @@ export class WebhookDispatcher {
    */
   async stop(graceMs = 10_000): Promise<void> {
     this.unlisten?.();
+    clearTimeout(this.pacedWake);
     this.slots.close();
     await this.loop.stop(graceMs);
     if (this.unsent.length > 0) {
@@ -120,18 +131,19 @@ export class WebhookDispatcher {
   private async claim(limit: number): Promise<Claimed> {
     const now = this.clock.now();
     const { hosts, room } = this.slots.claimRoom();
-    const full = hosts.filter((_, i) => room[i] === 0);
-    const rows = await dispatchRepo.claim(this.db, {
+    const { deliveries: rows, pacedWakeAt, nextAfter } = await dispatchRepo.claim(this.db, {
       workerId: this.workerId,
-      leaseUntil: new Date(now.getTime() + this.leaseMs),
       now,
-      full,
+      leaseUntil: new Date(now.getTime() + this.leaseMs),
       limit,
-      candidates: Math.min(limit * 4, 2_000),
-      defaultRoom: this.options.maxInFlightPerHost,
+      subscriptions: CLAIM_SUBSCRIPTIONS,
+      after: this.claimAfter,
       hosts,
       room,
+      defaultRoom: this.options.maxInFlightPerHost,
     });
+    this.claimAfter = nextAfter;
+    if (pacedWakeAt) this.wakeAt(pacedWakeAt);
     const left = new Map(hosts.map((host, i) => [host, room[i]]));
     const units: Array<() => Promise<void>> = [];
     for (const row of rows) {
@@ -146,8 +158,26 @@ export class WebhookDispatcher {
       units.push(() => this.attempt(row, release).finally(() => release(false)));
     }
     // A host whose room this claim used up (or that had none) may have more due: claim again as it frees up.
-    const more = rows.length === limit || [...left.values()].some((n) => n <= 0);
+    // So may the subscriptions after those this claim visited. On PGlite a full host waits for the batch window
+    // (its releases wake the loop): the claim shares the one thread and connection with the sends and outcome
+    // writes, and claiming the few rows freed since the last claim cost more than the deliveries it took.
+    const hostFull = this.db.kind === 'postgres' && [...left.values()].some((n) => n <= 0);
+    const more = rows.length === limit || nextAfter !== '' || hostFull;
     return { units, more };
+  }
+
+  /** Claims again when a rate-limited subscription may send more (sooner than the poll interval would). */
+  private wakeAt(at: Date): void {
+    const delay = Math.max(0, at.getTime() - this.clock.now().getTime());
+    if (delay >= this.options.pollIntervalMs) return;
+    if (this.pacedWake && this.pacedWakeAt <= at.getTime()) return;
+    clearTimeout(this.pacedWake);
+    this.pacedWakeAt = at.getTime();
+    this.pacedWake = setTimeout(() => {
+      this.pacedWake = undefined;
+      this.loop.wake();
+    }, delay);
+    this.pacedWake.unref();
   }
 
   /**
@@ -234,6 +264,7 @@ export class WebhookDispatcher {
     await this.outcomes.write({
       deliveryId: row.id,
       tenantId: row.tenant_id,
+      subscriptionId: row.subscription_id,
       status,
       nextAttemptAt,
       httpStatus: result.httpStatus ?? null,

@@ -8,12 +8,13 @@ import type { FailureCode } from './http-client.js';
  * every row written carries the tenant id it was claimed with.
  */
 
-/** A due delivery this worker now leases, with what sending it needs. */
+/** A claimed delivery with everything its attempt needs. */
 export interface ClaimedDelivery {
   id: string;
   tenant_id: string;
   event_id: string;
   event_type: EventType;
+  subscription_id: string;
   cycle_attempts: number;
   body: string;
   url: string;
@@ -25,25 +26,53 @@ export interface ClaimedDelivery {
   key_scopes: string[];
 }
 
+/** What a claim took, and where its round robin over subscriptions got to. */
+export interface ClaimResult {
+  deliveries: ClaimedDelivery[];
+  /** When the earliest rate-limited subscription of this claim may send again. */
+  pacedWakeAt: Date | null;
+  /** Where the next claim starts: after the last subscription visited, or from the start once all were. */
+  nextAfter: string;
+}
+
+interface ClaimMeta {
+  paced_wake_at: Date | null;
+  last_visited: string | null;
+  visited: number;
+}
+/** The claim always answers one row at least: with no delivery in it when nothing was claimed. */
+type ClaimRow = ClaimMeta & (ClaimedDelivery | { id: null });
+
+/** What a claim took, and where its round robin over subscriptions got to. */
+export interface ClaimResult {
+  deliveries: ClaimedDelivery[];
+  /** When the earliest rate-limited subscription of this claim may send again. */
+  pacedWakeAt: Date | null;
+  /** Where the next claim starts: after the last subscription visited, or from the start once all were. */
+  nextAfter: string;
+}
+
+
 export interface ClaimRequest {
   workerId: string;
-  leaseUntil: Date;
   now: Date;
-  /** Hosts with no room: none of theirs is claimed. */
-  full: string[];
+  leaseUntil: Date;
+  /** Deliveries to claim at most. */
   limit: number;
-  /** Due rows read (unlocked) to choose from. */
-  candidates: number;
-  /** Room of a host not listed in `hosts`. */
-  defaultRoom: number;
+  /** Subscriptions visited at most, in id order after `after` (round robin over subscriptions with pending work). */
+  subscriptions: number;
+  after: string;
+  /** Per-host room of this worker (HostSlots); a host not listed gets `defaultRoom`. */
   hosts: string[];
   room: number[];
+  defaultRoom: number;
 }
 
 /** What one attempt ended in, to be written to its delivery (fenced by the lease) and to the attempt log. */
 export interface AttemptOutcome {
   deliveryId: string;
   tenantId: string;
+  subscriptionId: string;
   status: 'delivered' | 'pending' | 'failed';
   nextAttemptAt: Date | null;
   httpStatus: number | null;
@@ -54,62 +83,41 @@ export interface AttemptOutcome {
   error: string | null;
 }
 
-const CLAIM = `WITH candidates AS (
-         SELECT d2.id, d2.next_attempt_at, s2.host FROM webhook_deliveries d2
-         JOIN webhook_subscriptions s2 ON s2.id = d2.subscription_id
-         WHERE d2.status = 'pending' AND d2.next_attempt_at <= $3
-           AND (d2.locked_until IS NULL OR d2.locked_until < $3)
-           AND NOT (s2.host = ANY ($4::text[]))
-         ORDER BY d2.next_attempt_at
-         LIMIT $6
-       ), ranked AS (
-         SELECT c.id, c.next_attempt_at, row_number() OVER (PARTITION BY c.host ORDER BY c.next_attempt_at, c.id) AS n,
-                COALESCE(r.room, $7) AS room
-         FROM candidates c LEFT JOIN unnest($8::text[], $9::int[]) AS r(host, room) ON r.host = c.host
-       ), chosen AS (
-         SELECT id FROM ranked WHERE n <= room ORDER BY next_attempt_at LIMIT $5
-       ), claimed AS (
-         UPDATE webhook_deliveries d SET locked_by = $1, locked_until = $2, updated_at = $3
-         FROM (
-           SELECT d3.id FROM webhook_deliveries d3
-           WHERE d3.id IN (SELECT id FROM chosen) AND d3.status = 'pending' AND (d3.locked_until IS NULL OR d3.locked_until < $3)
-           FOR UPDATE SKIP LOCKED) due
-         WHERE d.id = due.id
-         RETURNING d.id, d.tenant_id, d.event_id, d.event_type, d.subscription_id, d.cycle_attempts)
-       SELECT c.id, c.tenant_id, c.event_id, c.event_type, c.cycle_attempts, e.body, s.url, s.host, s.active,
-              s.deleted_at IS NOT NULL AS deleted, s.secret_sealed,
-              (k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > $3)) AS key_ok, k.scopes AS key_scopes
-       FROM claimed c
-       JOIN webhook_events e ON e.id = c.event_id
-       JOIN webhook_subscriptions s ON s.id = c.subscription_id
-       JOIN api_keys k ON k.id = s.owner_api_key_id`;
-
-const WRITE_OUTCOMES = `WITH input AS (
-         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::int[], $6::text[], $7::timestamptz[], $8::timestamptz[], $9::int[], $10::text[])
-           AS t(id, tenant_id, status, next_attempt_at, http_status, failure_code, finished_at, started_at, duration_ms, error)
-       ), updated AS (
-         UPDATE webhook_deliveries d SET
-           status = i.status, attempts = d.attempts + 1, cycle_attempts = d.cycle_attempts + 1,
-           next_attempt_at = i.next_attempt_at, http_status = i.http_status, failure_code = i.failure_code,
-           delivered_at = CASE WHEN i.status = 'delivered' THEN i.finished_at ELSE d.delivered_at END,
-           completed_at = CASE WHEN i.status = 'pending' THEN NULL ELSE i.finished_at END,
-           locked_by = NULL, locked_until = NULL, updated_at = i.finished_at
-         FROM input i
-         WHERE d.id = i.id AND d.tenant_id = i.tenant_id AND d.locked_by = $11 AND d.status = 'pending'
-         RETURNING d.id)
-       INSERT INTO webhook_attempts (delivery_id, tenant_id, attempted_at, duration_ms, http_status, failure_code, error)
-       SELECT i.id, i.tenant_id, i.started_at, i.duration_ms, i.http_status, i.failure_code, i.error FROM input i`;
+/** A subscription the batch disabled for failing, and when. */
+export interface DisabledSubscription {
+  id: string;
+  tenantId: string;
+  at: Date;
+}
 
 const iso = (value: Date | null) => (value ? value.toISOString() : null);
 
+/** The claim: src/db/migrations/0016_webhook_health.sql (webhook_claim) says how it chooses. */
+const CLAIM_SQL = 'SELECT * FROM webhook_claim($1, $2, $3, $4, $5, $6, $7, $8, $9)';
+
 export const dispatchRepo = {
   /**
-   * Claims due deliveries, at most `room` per listed host: candidates are read first without locks, ranked per
-   * host, then locked with SKIP LOCKED and re-checked, so two workers never claim the same row. A generic plan:
-   * the claim's best plan is the same for every parameter value, and planning it cost more than running it.
+   * Claims due deliveries under a lease, per subscription, round robin: a full destination or a throttled
+   * subscription holds up no other, and the cost never grows with the backlog (see webhook_claim).
    */
-  claim(db: Db, r: ClaimRequest): Promise<ClaimedDelivery[]> {
-    return db.queryCachedPlan<ClaimedDelivery>(CLAIM, [r.workerId, r.leaseUntil, r.now, r.full, r.limit, r.candidates, r.defaultRoom, r.hosts, r.room]);
+  async claim(db: Db, request: ClaimRequest): Promise<ClaimResult> {
+    const rows = await db.queryCachedPlan<ClaimRow>(CLAIM_SQL, [
+      request.workerId,
+      request.now,
+      request.leaseUntil,
+      request.limit,
+      request.subscriptions,
+      request.after,
+      request.hosts,
+      request.room,
+      request.defaultRoom,
+    ]);
+    const meta = rows[0];
+    return {
+      deliveries: rows.filter((row): row is ClaimMeta & ClaimedDelivery => row.id !== null),
+      pacedWakeAt: meta?.paced_wake_at ?? null,
+      nextAfter: meta && meta.visited >= request.subscriptions && meta.last_visited !== null ? meta.last_visited : '',
+    };
   },
 
   /** Hands leases back (attempts claimed but never sent). */
@@ -126,21 +134,52 @@ export const dispatchRepo = {
     );
   },
 
-  /** One statement: the deliveries this worker still leases take their outcome; every attempt is logged. */
-  async writeOutcomes(db: Queryable, workerId: string, outcomes: AttemptOutcome[]): Promise<void> {
+  /**
+   * Writes a batch of outcomes (fenced by the lease), the attempt log and the subscriptions' health, in one
+   * statement (webhook_record_outcomes, src/db/migrations/0016_webhook_health.sql); returns the subscriptions
+   * that have now failed long enough to be disabled.
+   */
+  async record(
+    db: Queryable,
+    workerId: string,
+    outcomes: AttemptOutcome[],
+    autoDisable: { afterMs: number; minFailures: number },
+  ): Promise<string[]> {
     const column = <T>(pick: (o: AttemptOutcome) => T) => outcomes.map(pick);
-    await db.query(WRITE_OUTCOMES, [
-      column((o) => o.deliveryId),
-      column((o) => o.tenantId),
-      column((o) => o.status),
-      column((o) => iso(o.nextAttemptAt)),
-      column((o) => o.httpStatus),
-      column((o) => o.failureCode),
-      column((o) => o.finishedAt.toISOString()),
-      column((o) => o.startedAt.toISOString()),
-      column((o) => Math.round(o.durationMs)),
-      column((o) => o.error),
-      workerId,
-    ]);
+    const rows = await db.query<{ failing_id: string }>(
+      'SELECT * FROM webhook_record_outcomes($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)',
+      [
+        workerId,
+        column((o) => o.deliveryId),
+        column((o) => o.tenantId),
+        column((o) => o.subscriptionId),
+        column((o) => o.status),
+        column((o) => iso(o.nextAttemptAt)),
+        column((o) => o.httpStatus),
+        column((o) => o.failureCode),
+        column((o) => o.finishedAt.toISOString()),
+        column((o) => o.startedAt.toISOString()),
+        column((o) => Math.round(o.durationMs)),
+        column((o) => o.error),
+        autoDisable.afterMs,
+        autoDisable.minFailures,
+      ],
+    );
+    return rows.map((row) => row.failing_id);
+  },
+
+  /**
+   * Disables those of the given subscriptions that are (still) active and failing long enough, as of their
+   * last failure; returns them. In the transaction that cancels their deliveries and emits the event.
+   */
+  async disableFailing(db: Queryable, subscriptionIds: string[], autoDisable: { afterMs: number; minFailures: number }): Promise<DisabledSubscription[]> {
+    const rows = await db.query<{ id: string; tenant_id: string; last_failure_at: Date }>(
+      `UPDATE webhook_subscriptions s SET active = false, disabled_reason = 'failing', updated_at = s.last_failure_at
+       WHERE s.id = ANY ($1::text[]) AND s.active AND s.deleted_at IS NULL AND s.consecutive_failures >= $3
+         AND s.failing_since <= s.last_failure_at - make_interval(secs => $2::float8 / 1000)
+       RETURNING s.id, s.tenant_id, s.last_failure_at`,
+      [subscriptionIds, autoDisable.afterMs, autoDisable.minFailures],
+    );
+    return rows.map((row) => ({ id: row.id, tenantId: row.tenant_id, at: row.last_failure_at }));
   },
 };

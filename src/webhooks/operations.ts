@@ -23,6 +23,7 @@ const subscription = {
   events: ['message.created', 'conversation.updated'],
   active: true,
   description: 'Guest messaging integration',
+  health: { consecutiveFailures: 0, lastSuccessAt: at },
   ownerApiKeyId: 'key_3d9x7c2b1n0m4k5j6h8g',
   createdAt: at,
   updatedAt: at,
@@ -49,7 +50,7 @@ export const webhookOperations = [
     path: '/webhooks',
     summary: 'Create a webhook subscription',
     description:
-      'Subscribes a public HTTPS URL (port 443) to event types. The calling key becomes the owner and must hold webhooks:write plus the read scope of every selected event type. The signing secret (whsec_…) is returned only here and on rotation. At most 50 subscriptions per business. Send Idempotency-Key to make retries safe.',
+      'Subscribes a public HTTPS URL (port 443) to event types. The calling key becomes the owner and must hold webhooks:write plus the read scope of every selected event type. The signing secret (whsec_…) is returned only here and on rotation. At most 50 subscriptions per business. rateLimitPerSecond (optional) spaces deliveries to the endpoint; deliveries beyond it wait as pending. health shows consecutive failures and the last success and failure; a subscription whose every attempt failed for 5 days (the default; at least 10 attempts) is disabled with disabledReason "failing" and webhook.subscription.disabled is emitted. Send Idempotency-Key to make retries safe.',
     scopes: ['webhooks:write'],
     body: CreateSubscriptionBody,
     status: 201,
@@ -127,7 +128,7 @@ export const webhookOperations = [
     path: '/webhooks/{subscriptionId}',
     summary: 'Change a webhook subscription',
     description:
-      'Changes only the fields sent; the calling key becomes the owner. Disabling (active false) cancels pending deliveries; removing an event type cancels its pending deliveries; re-enabling replays nothing.',
+      'Changes only the fields sent; the calling key becomes the owner. Disabling (active false) cancels pending deliveries; removing an event type cancels its pending deliveries; re-enabling replays nothing and clears disabledReason. rateLimitPerSecond null removes the limit.',
     scopes: ['webhooks:write'],
     params: SubscriptionParams,
     body: UpdateSubscriptionBody,

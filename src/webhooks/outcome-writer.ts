@@ -1,5 +1,7 @@
-import type { Queryable } from '../db/driver.js';
+import type { Db } from '../db/driver.js';
+import { emit } from './events.js';
 import { dispatchRepo, type AttemptOutcome } from './dispatch-repo.js';
+import { deliveryRepo } from './repo.js';
 
 export type { AttemptOutcome };
 
@@ -8,6 +10,18 @@ interface Waiting {
   resolve: () => void;
   reject: (error: unknown) => void;
 }
+
+/** What the writer needs of the database: transactions, and whether other connections can race it. */
+export type OutcomeDb = Pick<Db, 'query' | 'transaction' | 'kind'>;
+
+export interface AutoDisable {
+  /** A subscription whose every attempt failed for this long is disabled (WEBHOOK_AUTO_DISABLE_AFTER_MS). */
+  afterMs: number;
+  /** ... and only after at least this many failed attempts. */
+  minFailures: number;
+}
+
+export const AUTO_DISABLE_MIN_FAILURES = 10;
 
 /**
  * Writes attempt outcomes in batches, group-commit style: when no write is running an outcome is written at
@@ -19,17 +33,29 @@ interface Waiting {
 export class OutcomeWriter {
   private queue: Waiting[] = [];
   private running = false;
+  private gathering = false;
 
   constructor(
-    private readonly db: Queryable,
+    private readonly db: OutcomeDb,
     private readonly workerId: string,
+    private readonly autoDisable: AutoDisable,
     private readonly maxBatch = 500,
   ) {}
 
   write(outcome: AttemptOutcome): Promise<void> {
     return new Promise((resolve, reject) => {
       this.queue.push({ outcome, resolve, reject });
-      if (!this.running) void this.drain();
+      if (this.running) return;
+      if (this.db.kind === 'postgres') void this.drain();
+      else if (!this.gathering) {
+        // PGlite runs on this thread: a write started at once would run before the answers already received are
+        // even read, so every outcome would be a batch of its own. Gather what the current I/O phase delivers.
+        this.gathering = true;
+        setImmediate(() => {
+          this.gathering = false;
+          if (!this.running) void this.drain();
+        });
+      }
     });
   }
 
@@ -47,7 +73,20 @@ export class OutcomeWriter {
     this.running = false;
   }
 
-  private persist(outcomes: AttemptOutcome[]): Promise<void> {
-    return dispatchRepo.writeOutcomes(this.db, this.workerId, outcomes);
+  /**
+   * One statement (dispatchRepo.record): the deliveries this worker still leases take their outcome, every
+   * attempt is logged and the subscriptions' health takes the applied outcomes. A subscription that has failed
+   * long enough is then disabled in a transaction of its own that also cancels its pending deliveries and
+   * emits webhook.subscription.disabled.
+   */
+  private async persist(outcomes: AttemptOutcome[]): Promise<void> {
+    const failing = await dispatchRepo.record(this.db, this.workerId, outcomes, this.autoDisable);
+    if (failing.length === 0) return;
+    await this.db.transaction(async (tx) => {
+      for (const subscription of await dispatchRepo.disableFailing(tx, failing, this.autoDisable)) {
+        await deliveryRepo.cancelForSubscription(tx, subscription.tenantId, subscription.id, subscription.at);
+        await emit(tx, subscription.at, subscription.tenantId, 'webhook.subscription.disabled', { subscriptionId: subscription.id, reason: 'failing' });
+      }
+    });
   }
 }

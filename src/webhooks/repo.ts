@@ -12,9 +12,21 @@ export interface SubscriptionRow {
   description: string | null;
   owner_api_key_id: string;
   secret_sealed: string;
+  rate_limit_per_second: number | null;
+  disabled_reason: 'failing' | null;
+  consecutive_failures: number;
+  last_success_at: Date | null;
+  last_failure_at: Date | null;
+  last_failure_code: FailureCode | null;
   created_at: Date;
   updated_at: Date;
 }
+
+/** The columns a new subscription is created with (health and pacing start empty). */
+export type NewSubscriptionRow = Pick<
+  SubscriptionRow,
+  'id' | 'tenant_id' | 'url' | 'host' | 'events' | 'active' | 'description' | 'owner_api_key_id' | 'secret_sealed' | 'rate_limit_per_second'
+>;
 
 export interface DeliveryRow {
   id: string;
@@ -58,12 +70,12 @@ const live = 'deleted_at IS NULL';
 export const subscriptionRepo = {
   async insert(
     db: Queryable,
-    row: Omit<SubscriptionRow, 'created_at' | 'updated_at'> & { now: Date },
+    row: NewSubscriptionRow & { now: Date },
   ): Promise<SubscriptionRow> {
     const rows = await db.query<SubscriptionRow>(
-      `INSERT INTO webhook_subscriptions (id, tenant_id, url, host, events, active, description, owner_api_key_id, secret_sealed, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10) RETURNING *`,
-      [row.id, row.tenant_id, row.url, row.host, row.events, row.active, row.description, row.owner_api_key_id, row.secret_sealed, row.now],
+      `INSERT INTO webhook_subscriptions (id, tenant_id, url, host, events, active, description, owner_api_key_id, secret_sealed, rate_limit_per_second, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11) RETURNING *`,
+      [row.id, row.tenant_id, row.url, row.host, row.events, row.active, row.description, row.owner_api_key_id, row.secret_sealed, row.rate_limit_per_second, row.now],
     );
     return rows[0];
   },
@@ -94,12 +106,25 @@ export const subscriptionRepo = {
     db: Queryable,
     tenantId: string,
     id: string,
-    patch: { url: string; host: string; events: string[]; active: boolean; description: string | null; ownerApiKeyId: string; now: Date },
+    patch: {
+      url: string;
+      host: string;
+      events: string[];
+      active: boolean;
+      description: string | null;
+      ownerApiKeyId: string;
+      rateLimitPerSecond: number | null;
+      now: Date;
+    },
   ): Promise<SubscriptionRow> {
+    // Enabling clears the service's disabledReason and restarts the auto-disable clock (the failures stay counted).
     const rows = await db.query<SubscriptionRow>(
-      `UPDATE webhook_subscriptions SET url = $3, host = $4, events = $5, active = $6, description = $7, owner_api_key_id = $8, updated_at = $9
+      `UPDATE webhook_subscriptions SET url = $3, host = $4, events = $5, active = $6, description = $7, owner_api_key_id = $8,
+         rate_limit_per_second = $10, updated_at = $9,
+         disabled_reason = CASE WHEN $6 THEN NULL ELSE disabled_reason END,
+         failing_since = CASE WHEN $6 AND NOT active THEN NULL ELSE failing_since END
        WHERE id = $1 AND tenant_id = $2 AND ${live} RETURNING *`,
-      [id, tenantId, patch.url, patch.host, patch.events, patch.active, patch.description, patch.ownerApiKeyId, patch.now],
+      [id, tenantId, patch.url, patch.host, patch.events, patch.active, patch.description, patch.ownerApiKeyId, patch.now, patch.rateLimitPerSecond],
     );
     return rows[0];
   },

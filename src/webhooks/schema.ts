@@ -6,6 +6,8 @@ export const EventTypeSchema = StringEnum(EVENT_TYPES, { description: 'Event typ
 const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'Public https URL on port 443' });
 const Events = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { minItems: 1, maxItems: EVENT_TYPES.length, uniqueItems: true });
 const Description = Type.String({ maxLength: 500 });
+const RateLimit = Type.Integer({ minimum: 1, maximum: 10_000, description: 'Deliveries per second at most; deliveries beyond it wait as pending' });
+const FailureCode = StringEnum(['http_status', 'redirect', 'timeout', 'dns', 'connection', 'blocked_destination', 'tls']);
 
 export const SubscriptionParams = Type.Object({ subscriptionId: Type.String({ minLength: 1, maxLength: 128 }) }, Strict);
 export const DeliveryParams = Type.Object(
@@ -14,7 +16,13 @@ export const DeliveryParams = Type.Object(
 );
 
 export const CreateSubscriptionBody = Type.Object(
-  { url: Url, events: Events, description: Type.Optional(Description), active: Type.Optional(Type.Boolean()) },
+  {
+    url: Url,
+    events: Events,
+    description: Type.Optional(Description),
+    active: Type.Optional(Type.Boolean()),
+    rateLimitPerSecond: Type.Optional(RateLimit),
+  },
   Strict,
 );
 
@@ -24,6 +32,7 @@ export const UpdateSubscriptionBody = Type.Object(
     events: Type.Optional(Events),
     active: Type.Optional(Type.Boolean()),
     description: Type.Optional(Type.Union([Description, Type.Null()], { description: 'null or empty string clears it' })),
+    rateLimitPerSecond: Type.Optional(Type.Union([RateLimit, Type.Null()], { description: 'null removes the limit' })),
   },
   { ...Strict, minProperties: 1 },
 );
@@ -34,7 +43,18 @@ export const Subscription = Type.Object(
     url: Type.String(),
     events: Type.Array(Type.String()),
     active: Type.Boolean(),
+    disabledReason: Type.Optional(StringEnum(['failing'], { description: 'Why the service disabled it; cleared by enabling it again' })),
     description: Type.Optional(Type.String()),
+    rateLimitPerSecond: Type.Optional(Type.Integer()),
+    health: Type.Object(
+      {
+        consecutiveFailures: Type.Integer({ minimum: 0, description: 'Attempts failed since the last successful one' }),
+        lastSuccessAt: Type.Optional(DateTime),
+        lastFailureAt: Type.Optional(DateTime),
+        lastFailureCode: Type.Optional(FailureCode),
+      },
+      { additionalProperties: false },
+    ),
     ownerApiKeyId: Type.String(),
     createdAt: DateTime,
     updatedAt: DateTime,
@@ -57,9 +77,7 @@ export const Delivery = Type.Object(
     attempts: Type.Integer({ minimum: 0, description: 'Attempts made, over every cycle' }),
     nextAttemptAt: Type.Optional(DateTime),
     httpStatus: Type.Optional(Type.Integer()),
-    failureCode: Type.Optional(
-      StringEnum(['http_status', 'redirect', 'timeout', 'dns', 'connection', 'blocked_destination', 'tls']),
-    ),
+    failureCode: Type.Optional(FailureCode),
     deliveredAt: Type.Optional(DateTime),
     createdAt: DateTime,
     updatedAt: DateTime,

@@ -31,7 +31,15 @@ export function subscriptionView(row: SubscriptionRow, secret?: string) {
     url: row.url,
     events: row.events,
     active: row.active,
+    ...(row.disabled_reason !== null ? { disabledReason: row.disabled_reason } : {}),
     ...(row.description !== null ? { description: row.description } : {}),
+    ...(row.rate_limit_per_second !== null ? { rateLimitPerSecond: row.rate_limit_per_second } : {}),
+    health: {
+      consecutiveFailures: row.consecutive_failures,
+      lastSuccessAt: iso(row.last_success_at),
+      lastFailureAt: iso(row.last_failure_at),
+      lastFailureCode: row.last_failure_code ?? undefined,
+    },
     ownerApiKeyId: row.owner_api_key_id,
     createdAt: iso(row.created_at)!,
     updatedAt: iso(row.updated_at)!,
@@ -126,6 +134,7 @@ export class WebhookService {
         description: input.description ?? null,
         owner_api_key_id: owner.id,
         secret_sealed: encryptSecret(this.deps.keyring.encryptionKey, secret),
+        rate_limit_per_second: input.rateLimitPerSecond ?? null,
         now: this.deps.clock.now(),
       });
       return subscriptionView(row, secret);
@@ -149,7 +158,7 @@ export class WebhookService {
   /**
    * Only supplied fields change; the caller's key must hold the read scopes of the resulting event types
    * and becomes the owner. Disabling cancels pending deliveries; removing an event type cancels its pending
-   * deliveries. Re-enabling does not replay anything.
+   * deliveries. Re-enabling does not replay anything and clears disabledReason.
    */
   async update(ctx: Ctx, { subscriptionId: id, ...patch }: SubscriptionRef & Static<typeof UpdateSubscriptionBody>) {
     const events = patch.events ? this.checkEvents(patch.events) : undefined;
@@ -160,6 +169,7 @@ export class WebhookService {
       const owner = this.checkEventScopes(ctx, nextEvents);
       const now = this.deps.clock.now();
       const active = patch.active ?? current.active;
+      const rateLimitPerSecond = patch.rateLimitPerSecond === undefined ? current.rate_limit_per_second : patch.rateLimitPerSecond;
       const row = await subscriptionRepo.update(tx, ctx.tenantId, id, {
         url: target?.url ?? current.url,
         host: target?.host ?? current.host,
@@ -167,6 +177,7 @@ export class WebhookService {
         active,
         description: patch.description === undefined ? current.description : patch.description === '' ? null : patch.description,
         ownerApiKeyId: owner.id,
+        rateLimitPerSecond,
         now,
       });
       if (!active) await deliveryRepo.cancelForSubscription(tx, ctx.tenantId, id, now);

@@ -18,7 +18,17 @@ export type WebhookSubscription = {
   url: string;
   events: Array<string>;
   active: boolean;
+  /** Why the service disabled it; cleared by enabling it again */
+  disabledReason?: "failing";
   description?: string;
+  rateLimitPerSecond?: number;
+  health: {
+    /** Attempts failed since the last successful one */
+    consecutiveFailures: number;
+    lastSuccessAt?: string;
+    lastFailureAt?: string;
+    lastFailureCode?: "http_status" | "redirect" | "timeout" | "dns" | "connection" | "blocked_destination" | "tls";
+  };
   ownerApiKeyId: string;
   createdAt: string;
   updatedAt: string;
@@ -275,6 +285,8 @@ export type CreateWebhookInput = {
   events: Array<string>;
   description?: string;
   active?: boolean;
+  /** Deliveries per second at most; deliveries beyond it wait as pending */
+  rateLimitPerSecond?: number;
 };
 
 export type CreateWebhookResponse = WebhookSubscription;
@@ -314,6 +326,8 @@ export type UpdateWebhookInput = {
   active?: boolean;
   /** null or empty string clears it */
   description?: string | null;
+  /** null removes the limit */
+  rateLimitPerSecond?: number | null;
 };
 
 export type UpdateWebhookResponse = WebhookSubscription;
@@ -1026,11 +1040,11 @@ export type UpdateWebsiteResponse = {
 
 /** How each operation is called, by operationId. */
 export const OPERATIONS = {
-  createWebhook: {"method":"POST","path":"/webhooks","pathParams":[],"queryParams":[],"bodyParams":["url","events","description","active"],"idempotent":true,"hasBody":true},
+  createWebhook: {"method":"POST","path":"/webhooks","pathParams":[],"queryParams":[],"bodyParams":["url","events","description","active","rateLimitPerSecond"],"idempotent":true,"hasBody":true},
   listWebhooks: {"method":"GET","path":"/webhooks","pathParams":[],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
   listWebhookEventTypes: {"method":"GET","path":"/webhooks/event-types","pathParams":[],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
   getWebhook: {"method":"GET","path":"/webhooks/{subscriptionId}","pathParams":["subscriptionId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
-  updateWebhook: {"method":"PATCH","path":"/webhooks/{subscriptionId}","pathParams":["subscriptionId"],"queryParams":[],"bodyParams":["url","events","active","description"],"idempotent":false,"hasBody":true},
+  updateWebhook: {"method":"PATCH","path":"/webhooks/{subscriptionId}","pathParams":["subscriptionId"],"queryParams":[],"bodyParams":["url","events","active","description","rateLimitPerSecond"],"idempotent":false,"hasBody":true},
   deleteWebhook: {"method":"DELETE","path":"/webhooks/{subscriptionId}","pathParams":["subscriptionId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":false},
   rotateWebhookSecret: {"method":"POST","path":"/webhooks/{subscriptionId}/rotate-secret","pathParams":["subscriptionId"],"queryParams":[],"bodyParams":[],"idempotent":true,"hasBody":true},
   listWebhookDeliveries: {"method":"GET","path":"/webhooks/{subscriptionId}/deliveries","pathParams":["subscriptionId"],"queryParams":["status","limit","cursor"],"bodyParams":[],"idempotent":false,"hasBody":true},
@@ -1154,7 +1168,7 @@ export class WebhooksResource {
   /**
    * Create a webhook subscription
    *
-   * Subscribes a public HTTPS URL (port 443) to event types. The calling key becomes the owner and must hold webhooks:write plus the read scope of every selected event type. The signing secret (whsec_…) is returned only here and on rotation. At most 50 subscriptions per business. Send Idempotency-Key to make retries safe.
+   * Subscribes a public HTTPS URL (port 443) to event types. The calling key becomes the owner and must hold webhooks:write plus the read scope of every selected event type. The signing secret (whsec_…) is returned only here and on rotation. At most 50 subscriptions per business. rateLimitPerSecond (optional) spaces deliveries to the endpoint; deliveries beyond it wait as pending. health shows consecutive failures and the last success and failure; a subscription whose every attempt failed for 5 days (the default; at least 10 attempts) is disabled with disabledReason "failing" and webhook.subscription.disabled is emitted. Send Idempotency-Key to make retries safe.
    *
    * `POST /webhooks` · scopes: webhooks:write · sends an Idempotency-Key (generated unless options.idempotencyKey is given)
    */
@@ -1198,7 +1212,7 @@ export class WebhooksResource {
   /**
    * Change a webhook subscription
    *
-   * Changes only the fields sent; the calling key becomes the owner. Disabling (active false) cancels pending deliveries; removing an event type cancels its pending deliveries; re-enabling replays nothing.
+   * Changes only the fields sent; the calling key becomes the owner. Disabling (active false) cancels pending deliveries; removing an event type cancels its pending deliveries; re-enabling replays nothing and clears disabledReason. rateLimitPerSecond null removes the limit.
    *
    * `PATCH /webhooks/{subscriptionId}` · scopes: webhooks:write
    */
