@@ -84,10 +84,13 @@ async function earlierDemo(baseUrl: string, dataDir: string): Promise<DevState |
 }
 
 function nextSteps(state: DevState): string[] {
+  // The other commands find this server's key through .m2m/dev.json when M2M_BASE_URL names it (the default does for 8080).
+  const configured = (process.env.M2M_BASE_URL || DEFAULT_BASE_URL).replace(/\/+$/, '');
+  const m2m = configured === state.baseUrl ? 'npx m2m' : `M2M_BASE_URL=${state.baseUrl} npx m2m`;
   return [
     `curl -s ${state.baseUrl}/conversations -H 'Authorization: Bearer ${state.apiKey}'`,
-    'npx m2m listen --forward-to http://127.0.0.1:3000/webhooks',
-    'npx m2m trigger message.created',
+    `${m2m} listen --forward-to http://127.0.0.1:3000/webhooks`,
+    `${m2m} trigger message.created`,
   ];
 }
 

@@ -1,14 +1,9 @@
 #!/usr/bin/env node
 import { ApiConnectionError, ApiError } from '../index.js';
 import { commandHelp, parseCommand, type Command } from './command.js';
+import { COMMANDS } from './commands.js';
 import { loadCliConfig } from './config.js';
-import { devCommand } from './dev.js';
 import { UsageError } from './errors.js';
-import { listenCommand } from './listen.js';
-import { resourceCommands } from './resources.js';
-import { triggerCommand } from './trigger.js';
-
-const COMMANDS: Command[] = [devCommand, listenCommand, triggerCommand, ...resourceCommands];
 
 /** The summary's first clause, for the list of commands. */
 function brief(summary: string): string {
