@@ -241,6 +241,38 @@ test('admin and webhooks commands print JSON a script can read', async () => {
   assert.equal(badStatus.code, 2);
 });
 
+test('the README tour: m2m listen forwards to the auto-reply example, which answers the guest once', async () => {
+  const port = await freePort();
+  const listener = startListen(['--forward-to', `http://127.0.0.1:${port}/webhooks`, '--interval', '100', '--json', '--events', 'message.created']);
+  const secret = await listener.secret();
+  const example = spawn(process.execPath, ['--import', 'tsx', 'packages/client/examples/auto-reply.ts'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, M2M_API_KEY: apiKey, M2M_BASE_URL: baseUrl, WEBHOOK_SECRET: secret, PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let exampleOutput = '';
+  example.stdout.on('data', (chunk: Buffer) => (exampleOutput += chunk.toString('utf8')));
+  const exampleExited = new Promise((resolve) => example.once('exit', resolve));
+  try {
+    await until('the example to listen', () => exampleOutput.includes('auto-reply listening'));
+    const inbound = await m2mJson<{ conversationId: string; messageId: string }>(['trigger', 'message.created', '--tenant', tenantId]);
+    const outbound = await until('the reply', async () => {
+      const messages = await app.api(apiKey, 'GET', `/conversations/${inbound.conversationId}/messages?direction=outbound`);
+      return (messages.json() as { messages: Array<{ text: string }> }).messages[0];
+    });
+    assert.ok(outbound.text.length > 0);
+    // the reply's own message.created reaches the example too, which answers 200 and does not reply to itself
+    await until('both events forwarded', () => listener.lines().length >= 2);
+    assert.deepEqual(listener.lines().slice(0, 2).map((line) => line.status), [200, 200]);
+    const messages = await app.api(apiKey, 'GET', `/conversations/${inbound.conversationId}/messages?direction=outbound`);
+    assert.equal((messages.json() as { messages: unknown[] }).messages.length, 1);
+  } finally {
+    await listener.stop();
+    example.kill('SIGTERM');
+    await exampleExited;
+  }
+});
+
 async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
