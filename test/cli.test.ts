@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -306,6 +306,18 @@ test('m2m dev starts the server with a demo tenant, prints a working key and the
     const conversations = JSON.parse(curl.stdout) as { conversations: unknown[] };
     assert.equal(conversations.conversations.length, 3);
     const m2mDev = (args: string[]) => run(process.execPath, [CLI, ...args, '--json'], { env, cwd: ROOT });
+    // every curl of the README, pointed at this server
+    const readme = await readFile(join(ROOT, 'README.md'), 'utf8');
+    const curls = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)]
+      .flatMap((block) => block[1].replace(/\\\n\s*/g, ' ').split('\n'))
+      .filter((line) => line.startsWith('curl '))
+      .map((line) => line.replace(/\s+# .*$/, '').replace(/(localhost|127\.0\.0\.1):8080/g, `127.0.0.1:${port}`).replace('m2m_live_…', summary.apiKey));
+    assert.ok(curls.length >= 4, curls.join('\n'));
+    for (const command of curls) {
+      const { stdout } = await run('sh', ['-c', `${command} -w ' %{http_code}'`], { env: { ...env, M2M_API_KEY: summary.apiKey } });
+      const status = Number(stdout.slice(stdout.lastIndexOf(' ') + 1));
+      assert.ok(status >= 200 && status < 300, `${command} → ${stdout}`);
+    }
     // the demo tenant has reservations and knowledge, readable with the printed key (every scope)
     const authed = { authorization: `Bearer ${summary.apiKey}` };
     const reservations = (await (await fetch(`${devUrl}/reservations`, { headers: authed })).json()) as { mirrors: unknown[] };
