@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiConnectionError, ApiError, type M2MClient } from '../index.js';
-import { publicClient } from './client.js';
+import { apiKey, publicClient } from './client.js';
 import type { Command } from './command.js';
 import { UsageError } from './errors.js';
 import { forwardEvent, type ForwardResult } from './forward.js';
@@ -110,7 +110,7 @@ export const listenCommand: Command = {
     const forwardTo = checkedUrl(values.required('forward-to'));
     const client = publicClient(config);
     const types = values.list('events');
-    const state = await ListenState.open({ baseUrl: config.baseUrl, apiKey: config.apiKey ?? '', types });
+    const state = await ListenState.open({ baseUrl: config.baseUrl, apiKey: apiKey(config), types });
     const stop = new AbortController();
     const onSignal = () => stop.abort();
     process.once('SIGINT', onSignal);
