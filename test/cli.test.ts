@@ -191,6 +191,23 @@ test('listen forwards new events as signed deliveries with the same body and hea
   }
 });
 
+test('listen reports a receiver that does not answer and goes on with the next event', async () => {
+  const closedPort = await freePort();
+  const listener = startListen(['--forward-to', `http://127.0.0.1:${closedPort}/webhooks`, '--interval', '100', '--json', '--events', 'knowledge.crawl.completed']);
+  try {
+    await listener.secret();
+    await m2mJson(['trigger', 'knowledge.crawl.completed', '--tenant', tenantId]);
+    await m2mJson(['trigger', 'knowledge.crawl.completed', '--tenant', tenantId]);
+    await until('both events reported', () => listener.lines().length === 2);
+    for (const line of listener.lines()) {
+      assert.equal(line.status, null);
+      assert.match(String((line as { error?: string }).error), /ECONNREFUSED/);
+    }
+  } finally {
+    assert.equal(await listener.stop(), 0);
+  }
+});
+
 test('trigger produces an event of every type, seen in the feed through `m2m events`', async () => {
   for (const type of EVENT_TYPES) {
     const triggered = await m2mJson<{ type: string }>(['trigger', type, '--tenant', tenantId]);
