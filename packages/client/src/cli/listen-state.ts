@@ -27,7 +27,7 @@ export class ListenState {
   static async open(options: { baseUrl: string; apiKey: string; types?: string[]; file?: string }): Promise<ListenState> {
     const file = options.file ?? join(stateDir(), 'listen.json');
     const data = (await readJson<ListenFile>(file)) ?? { secret: newSecret(), feeds: {} };
-    const feedKey = `${options.baseUrl} ${fingerprint(options.apiKey)} ${options.types?.slice().sort().join(',') ?? '*'}`;
+    const feedKey = `${options.baseUrl} ${fingerprint(options.apiKey)} ${options.types?.join(',') ?? '*'}`;
     const state = new ListenState(file, data, feedKey);
     await state.save();
     return state;

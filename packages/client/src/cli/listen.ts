@@ -51,18 +51,18 @@ async function follow(options: ListenOptions): Promise<void> {
   let position: FeedPosition = state.position ?? { cursor: options.replay ? undefined : await currentEnd(client, types, signal), sent: [] };
   await state.record(position);
   options.onReady();
-  let unreachableSince: number | undefined;
+  let unreachable = false;
   while (!signal.aborted) {
     let page;
     try {
       page = await client.events.list({ types, cursor: position.cursor, limit: PAGE_SIZE }, { signal });
-      if (unreachableSince !== undefined) process.stderr.write('API reachable again\n');
-      unreachableSince = undefined;
+      if (unreachable) process.stderr.write('API reachable again\n');
+      unreachable = false;
     } catch (error) {
       if (signal.aborted) return;
       if (!(error instanceof ApiConnectionError) && !(error instanceof ApiError && (error.status === 429 || error.status >= 500))) throw error;
-      if (unreachableSince === undefined) process.stderr.write(`cannot read events (${error.message}); retrying\n`);
-      unreachableSince ??= Date.now();
+      if (!unreachable) process.stderr.write(`cannot read events (${error.message}); retrying\n`);
+      unreachable = true;
       await sleep(Math.max(options.intervalMs, 1000), undefined, { signal }).catch(() => undefined);
       continue;
     }
@@ -109,7 +109,8 @@ export const listenCommand: Command = {
   async run({ values, json, config }) {
     const forwardTo = checkedUrl(values.required('forward-to'));
     const client = publicClient(config);
-    const types = values.list('events');
+    // Sorted: the saved cursor is bound to the filter, which must not depend on the order it was typed in.
+    const types = values.list('events')?.sort();
     const state = await ListenState.open({ baseUrl: config.baseUrl, apiKey: apiKey(config), types });
     const stop = new AbortController();
     const onSignal = () => stop.abort();
