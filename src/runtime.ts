@@ -1,5 +1,6 @@
+import { createRequire } from 'node:module';
 import pino, { type DestinationStream, type Logger, type LoggerOptions } from 'pino';
-import pretty from 'pino-pretty';
+import type PinoPretty from 'pino-pretty';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { openDb } from './db/driver.js';
@@ -47,7 +48,9 @@ export function createLogger(level: string, output?: LogOutput): Logger {
   };
   const terminal = output ? output.isTTY === true : process.stdout.isTTY;
   if (!terminal) return output ? pino(options, output) : pino(options);
-  // Redaction happens before the line is formatted, so the pretty form hides the same fields.
+  // Loaded only for a terminal (a server's stdout is a pipe); redaction happens before the line is formatted,
+  // so the pretty form hides the same fields.
+  const pretty: typeof PinoPretty = createRequire(import.meta.url)('pino-pretty');
   const lines = pretty({ destination: output ?? process.stdout, sync: true, colorize: true, singleLine: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service' });
   return pino(options, lines);
 }
