@@ -35,6 +35,12 @@ function spawnNode(name: string, script: string, args: string[], env: NodeJS.Pro
   return { child, logFile };
 }
 
+/** A child started elsewhere (scenario 8's `m2m dev`) that the end of the bench and Ctrl-C must stop too. */
+export function trackChild(child: ChildProcess): void {
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+}
+
 /** SIGTERM, then SIGKILL after `graceMs`; resolves once the process has exited. */
 export async function stopChild(child: ChildProcess | undefined, graceMs = 15_000): Promise<void> {
   if (!child || child.exitCode !== null || child.signalCode !== null) return;

@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- [--only api|webhooks|conversations|knowledge|crawl|replies[,…]] [--db pglite|postgres|both] [--quick]`
+ * `npm run bench -- [--only api|webhooks|conversations|knowledge|crawl|replies|devstart[,…]] [--db pglite|postgres|both] [--quick]`
  * Runs the scenarios against the real server in child processes on 127.0.0.1, prints tables and writes
  * .bench/results.json. See bench/README.md for what each figure means.
  */
@@ -10,6 +10,7 @@ import { printAbuse, runAbuse, type AbuseResult } from './abuse.js';
 import { runApi, type ApiResult, type Timing } from './api.js';
 import { conversationPlan, printConversations, runConversations, type ConversationsResult } from './conversations.js';
 import { killCrawlChildren, printCrawl, runCrawl, type CrawlSummary } from './crawl.js';
+import { printDevStart, runDevStart, type DevStartResult } from './devstart.js';
 import { printKnowledge, runKnowledge, type KnowledgeResult } from './knowledge.js';
 import { printReplies, runReplies, type RepliesResult } from './replies.js';
 import { CpuMeter, OUT_DIR, SCENARIOS, fmt, log, parseArgs, printTable, round, sleep, type DbKind, type Scenario } from './lib.js';
@@ -139,6 +140,7 @@ async function main(): Promise<number> {
   let crawl: CrawlSummary | undefined;
   const abuse: AbuseResult[] = [];
   let replies: RepliesResult | undefined;
+  let devStart: DevStartResult | undefined;
   const errors: Array<{ scenario: string; db: DbKind; message: string }> = [];
   const record = async (scenario: string, db: DbKind, fn: () => Promise<void>) => {
     try {
@@ -180,6 +182,10 @@ async function main(): Promise<number> {
       if (dbs.includes('postgres') && postgresUrl) await record('replies', 'postgres', async () => void (replies = await runReplies(postgresUrl, timing)));
       else log('replies: needs PostgreSQL; skipped');
     }
+    if (runs('devstart')) {
+      // The embedded database only: `m2m dev` never uses PostgreSQL.
+      await record('devstart', 'pglite', async () => void (devStart = await runDevStart()));
+    }
   } finally {
     await stopAllChildren();
     const dropped = await dropSchemas();
@@ -193,6 +199,7 @@ async function main(): Promise<number> {
   if (crawl) printCrawl(crawl);
   printAbuse(abuse, dbLabel);
   printReplies(replies);
+  printDevStart(devStart);
   const checks = targets(api, webhooks, args.quick, { conversations, knowledge, crawl });
   printTargets(checks);
   for (const e of errors) console.log(`\nFAILED ${e.scenario} on ${dbLabel(e.db)}: ${e.message.split('\n')[0]} (details above and in .bench/logs/)`);
@@ -217,7 +224,7 @@ async function main(): Promise<number> {
     postgresUrl: postgresUrl ? redact(postgresUrl) : null,
     timing,
   };
-  writeFileSync(file, `${JSON.stringify({ meta, api, webhooks, conversations, knowledge, crawl: crawl ?? null, abuse, replies: replies ?? null, targets: checks, errors }, null, 2)}\n`);
+  writeFileSync(file, `${JSON.stringify({ meta, api, webhooks, conversations, knowledge, crawl: crawl ?? null, abuse, replies: replies ?? null, devStart: devStart ?? null, targets: checks, errors }, null, 2)}\n`);
   console.log(`\nresults written to ${path.relative(process.cwd(), file)} (child logs in .bench/logs/); total ${meta.seconds} s`);
   return errors.length > 0 ? 1 : 0;
 }

@@ -1,4 +1,6 @@
-import pino, { type Logger } from 'pino';
+import { createRequire } from 'node:module';
+import pino, { type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+import type PinoPretty from 'pino-pretty';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { openDb } from './db/driver.js';
@@ -31,15 +33,26 @@ export interface Runtime {
   close(graceMs?: number): Promise<void>;
 }
 
-export function createLogger(level: string): Logger {
-  return pino({
+/** Where logs go: a terminal gets readable lines, anything else (a file, a pipe, a log collector) JSON lines. */
+export type LogOutput = DestinationStream & { isTTY?: boolean };
+
+/** `output` defaults to stdout (through pino's own fast destination when it is not a terminal). */
+export function createLogger(level: string, output?: LogOutput): Logger {
+  const options: LoggerOptions = {
     level,
     base: { service: 'm2m-api' },
     redact: {
       paths: ['req.headers.authorization', 'headers.authorization', '*.secret', '*.key', '*.apiKey', 'secret', 'key'],
       censor: '[redacted]',
     },
-  });
+  };
+  const terminal = output ? output.isTTY === true : process.stdout.isTTY;
+  if (!terminal) return output ? pino(options, output) : pino(options);
+  // Loaded only for a terminal (a server's stdout is a pipe); redaction happens before the line is formatted,
+  // so the pretty form hides the same fields.
+  const pretty: typeof PinoPretty = createRequire(import.meta.url)('pino-pretty');
+  const lines = pretty({ destination: output ?? process.stdout, sync: true, colorize: true, singleLine: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service' });
+  return pino(options, lines);
 }
 
 /** Opens the database, migrates, and builds services, the HTTP app and the workers (not yet started). */

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import pino from 'pino';
 import { loadConfig } from '../src/config.js';
 import { lazyChild } from '../src/util/lazy-logger.js';
-import { createRuntime } from '../src/runtime.js';
+import { createLogger, createRuntime } from '../src/runtime.js';
 import { ADMIN_TOKEN } from './helpers/app.js';
 import { isolatedDatabase } from './helpers/db.js';
 
@@ -70,4 +70,32 @@ test('request logs carry the request id, tenant and key id, and never the bearer
     await runtime.close(2_000);
     await database.drop();
   }
+});
+
+test('logs are readable lines in a terminal and JSON lines anywhere else, hiding the same fields', () => {
+  const collect = (isTTY: boolean) => {
+    let text = '';
+    const output = Object.assign(
+      new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          text += chunk.toString('utf8');
+          done();
+        },
+      }),
+      { isTTY },
+    );
+    createLogger('info', output).info({ reqId: 'req_pretty', secret: 'whsec_hidden', req: { headers: { authorization: 'Bearer m2m_live_hidden' } } }, 'request completed');
+    return text;
+  };
+  const json = JSON.parse(collect(false)) as Record<string, unknown>;
+  assert.equal(json.msg, 'request completed');
+  assert.equal(json.reqId, 'req_pretty');
+  assert.equal(json.secret, '[redacted]');
+
+  const terminal = collect(true);
+  assert.throws(() => JSON.parse(terminal), 'not JSON in a terminal');
+  assert.match(terminal, /INFO/);
+  assert.match(terminal, /request completed/);
+  assert.match(terminal, /req_pretty/);
+  assert.doesNotMatch(terminal, /whsec_hidden|m2m_live_hidden/);
 });

@@ -1,0 +1,132 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ApiConnectionError, ApiError, type M2MClient } from '../index.js';
+import { apiKey, publicClient } from './client.js';
+import type { Command } from './command.js';
+import { UsageError } from './errors.js';
+import { forwardEvent, type ForwardResult } from './forward.js';
+import { ListenState, type FeedPosition } from './listen-state.js';
+
+const PAGE_SIZE = 200;
+
+interface ListenOptions {
+  client: M2MClient;
+  state: ListenState;
+  forwardTo: string;
+  types?: string[];
+  intervalMs: number;
+  replay: boolean;
+  json: boolean;
+  signal: AbortSignal;
+  /** Called once the starting position is saved: events from then on will be forwarded. */
+  onReady(): void;
+}
+
+/** First start of a feed: by default only what happens from now on is forwarded, so the backlog is walked, not sent. */
+async function currentEnd(client: M2MClient, types: string | undefined, signal: AbortSignal): Promise<string> {
+  let cursor: string | undefined;
+  for (;;) {
+    const page = await client.events.list({ types, cursor, limit: PAGE_SIZE }, { signal });
+    cursor = page.nextCursor;
+    if (!page.hasMore) return cursor;
+  }
+}
+
+function report(json: boolean, event: { eventId: string; type: string }, result: ForwardResult): void {
+  if (json) {
+    const line = result.status === null ? { eventId: event.eventId, type: event.type, status: null, error: result.error } : { eventId: event.eventId, type: event.type, status: result.status };
+    process.stdout.write(`${JSON.stringify(line)}\n`);
+    return;
+  }
+  const answer = result.status === null ? `failed: ${result.error}` : `[${result.status}]`;
+  process.stdout.write(`${new Date().toISOString()}  ${event.type.padEnd(30)} ${event.eventId}  → ${answer} (${result.durationMs} ms)\n`);
+}
+
+/**
+ * Follows the feed page by page and forwards each event once. The position saved after every event is the page's
+ * start plus the ids already sent from it, so a restart (even mid-page) resends nothing and skips nothing.
+ */
+async function follow(options: ListenOptions): Promise<void> {
+  const { client, state, signal } = options;
+  const types = options.types?.join(',');
+  let position: FeedPosition = state.position ?? { cursor: options.replay ? undefined : await currentEnd(client, types, signal), sent: [] };
+  await state.record(position);
+  options.onReady();
+  let unreachable = false;
+  while (!signal.aborted) {
+    let page;
+    try {
+      page = await client.events.list({ types, cursor: position.cursor, limit: PAGE_SIZE }, { signal });
+      if (unreachable) process.stderr.write('API reachable again\n');
+      unreachable = false;
+    } catch (error) {
+      if (signal.aborted) return;
+      if (!(error instanceof ApiConnectionError) && !(error instanceof ApiError && (error.status === 429 || error.status >= 500))) throw error;
+      if (!unreachable) process.stderr.write(`cannot read events (${error.message}); retrying\n`);
+      unreachable = true;
+      await sleep(Math.max(options.intervalMs, 1000), undefined, { signal }).catch(() => undefined);
+      continue;
+    }
+    const sent = new Set(position.sent);
+    for (const event of page.events) {
+      if (signal.aborted) return;
+      if (sent.has(event.eventId)) continue;
+      report(options.json, event, await forwardEvent(options.forwardTo, event, state.secret));
+      sent.add(event.eventId);
+      position = { cursor: position.cursor, sent: [...sent] };
+      await state.record(position);
+    }
+    if (page.nextCursor !== position.cursor) {
+      position = { cursor: page.nextCursor, sent: [] };
+      await state.record(position);
+    }
+    if (!page.hasMore) await sleep(options.intervalMs, undefined, { signal }).catch(() => undefined);
+  }
+}
+
+function checkedUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new UsageError(`--forward-to is not a URL: ${value}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError('--forward-to must be an http(s) URL');
+  return url.toString();
+}
+
+export const listenCommand: Command = {
+  words: ['listen'],
+  usage: '--forward-to <url> [--events a,b] [--json]',
+  summary:
+    'Follow GET /events and POST each new event to a local URL exactly as a webhook delivery (same body and headers, signed with ' +
+    'the whsec_ secret printed at start and kept in .m2m/listen.json). Resumes where it stopped after a restart.',
+  options: {
+    'forward-to': { type: 'string', description: 'the local receiver, e.g. http://127.0.0.1:3000/webhooks (required)' },
+    events: { type: 'string', description: 'only these event types (comma-separated; default: every type the key can read)' },
+    interval: { type: 'string', description: 'milliseconds between polls once caught up (default 1000)' },
+    replay: { type: 'boolean', description: 'on a first start, also forward the events already in the feed (last 30 days)' },
+  },
+  async run({ values, json, config }) {
+    const forwardTo = checkedUrl(values.required('forward-to'));
+    const client = publicClient(config);
+    // Sorted: the saved cursor is bound to the filter, which must not depend on the order it was typed in.
+    const types = values.list('events')?.sort();
+    const state = await ListenState.open({ baseUrl: config.baseUrl, apiKey: apiKey(config), types });
+    const stop = new AbortController();
+    const onSignal = () => stop.abort();
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    const onReady = () =>
+      process.stderr.write(
+        `Ready! Forwarding ${types ? types.join(', ') : 'every event'} from ${config.baseUrl} to ${forwardTo}\n` +
+          `Your webhook signing secret is ${state.secret} (stable across restarts)\n`,
+      );
+    try {
+      const intervalMs = values.integer('interval') ?? 1000;
+      await follow({ client, state, forwardTo, types, intervalMs, replay: values.flag('replay'), json, signal: stop.signal, onReady });
+    } finally {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    }
+  },
+};
