@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', 'packages/client/dist/', 'data/', '.bench/', '.scratch/'] },
+  { ignores: ['node_modules/', '**/dist/', 'data/', '.bench/', '.scratch/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
