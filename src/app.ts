@@ -10,7 +10,8 @@ import { applyRouteLimits, inputGuardHook } from './http/input-guard.js';
 import { registerJsonParser } from './http/json-body.js';
 import { applyServerLimits, SERVER_LIMITS } from './http/server-limits.js';
 import { authenticateHook } from './http/auth.js';
-import { RateLimiter } from './http/rate-limit.js';
+import type { KeyRateLimit } from './http/rate-limit.js';
+import type { Metrics } from './metrics/prometheus.js';
 import { lazyChild } from './util/lazy-logger.js';
 import { validatorCompiler } from './http/validation.js';
 import { adminRoutes } from './admin/routes.js';
@@ -36,7 +37,14 @@ function tokenMatches(given: string | undefined, expected: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
-export async function buildApp(services: Services, logger: Logger): Promise<App> {
+export interface AppOptions {
+  /** The per-key rate limit (per process, or shared through Redis). */
+  limiter: KeyRateLimit;
+  /** Set when METRICS_PORT is: every request is recorded. */
+  metrics?: Metrics;
+}
+
+export async function buildApp(services: Services, logger: Logger, options: AppOptions): Promise<App> {
   const { config } = services;
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
@@ -53,6 +61,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<App>
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   applyServerLimits(app.server);
+  options.metrics?.instrument(app);
   // JSON only: anything else is 415 rather than a string body that fails validation confusingly.
   app.removeContentTypeParser('text/plain');
   registerJsonParser(app);
@@ -111,7 +120,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<App>
 
   await app.register(docsRoutes(API_PREFIX));
 
-  const limiter = new RateLimiter(config.rateLimitRps, config.rateLimitBurst);
+  const { limiter } = options;
   await app.register(
     async (api) => {
       api.addHook('onRequest', authenticateHook(services.apiKeys, limiter));

@@ -34,9 +34,19 @@ export interface Db extends Queryable {
    * thirds of the inbox list's database time).
    */
   queryCachedPlan<T = Record<string, unknown>>(sql: string, params: readonly unknown[]): Promise<T[]>;
+  /** Connections of the main pool (PostgreSQL); undefined on PGlite, which has a single connection. */
+  poolUse(): PoolUse | undefined;
   /** Subscribe to wake-ups on `channel`; returns an unsubscribe function. */
   listen(channel: string, onWake: () => void): Promise<() => void>;
   close(): Promise<void>;
+}
+
+export interface PoolUse {
+  /** Open connections, idle ones among them, and queries waiting for a connection. */
+  total: number;
+  idle: number;
+  waiting: number;
+  max: number;
 }
 
 export interface DbOptions {
@@ -182,6 +192,10 @@ class PostgresDb implements Db {
     return result.rows as T[];
   }
 
+  poolUse(): PoolUse {
+    return { total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount, max: this.pool.options.max };
+  }
+
   async queryCachedPlan<T>(sql: string, params: readonly unknown[]): Promise<T[]> {
     this.cachedPlanPool ??= newPool(connectionConfig(this.databaseUrl, this.schema, 'force_generic_plan'), CACHED_PLAN_POOL_SIZE);
     const result = await this.cachedPlanPool.query(statement(sql, params));
@@ -317,6 +331,10 @@ class PgliteDb implements Db {
 
   queryCachedPlan<T>(sql: string, params: readonly unknown[]): Promise<T[]> {
     return this.query<T>(sql, params);
+  }
+
+  poolUse(): undefined {
+    return undefined;
   }
 
   async close(): Promise<void> {
