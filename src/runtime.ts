@@ -62,6 +62,12 @@ export function createLogger(level: string, output?: LogOutput): Logger {
   return pino(options, lines);
 }
 
+async function sharedRateLimit(redis: NonNullable<Config['redis']>, config: Config, log: Logger): Promise<KeyRateLimit> {
+  const limiter = new SharedRateLimit({ ...redis, ratePerSecond: config.rateLimitRps, burst: config.rateLimitBurst, log: log.child({ component: 'rate-limit' }) });
+  if (!(await limiter.connected())) log.warn('Redis (REDIS_URL) is not reachable yet: rate limiting per process until it is');
+  return limiter;
+}
+
 /** Opens the database, migrates, and builds services, the HTTP app and the workers (not yet started). */
 export async function createRuntime(config: Config, options: { clock?: Clock; logger?: Logger; resolver?: Resolver } = {}): Promise<Runtime> {
   const log = options.logger ?? createLogger(config.logLevel);
@@ -78,9 +84,7 @@ export async function createRuntime(config: Config, options: { clock?: Clock; lo
   // prom-client is loaded only where metrics are asked for.
   const metrics: Metrics | undefined = config.metricsPort !== undefined ? new (await import('./metrics/prometheus.js')).Metrics(db, clock) : undefined;
   const counters = metrics?.counters ?? noWorkCounters;
-  const limiter: KeyRateLimit = config.redis
-    ? new SharedRateLimit({ ...config.redis, ratePerSecond: config.rateLimitRps, burst: config.rateLimitBurst, log: log.child({ component: 'rate-limit' }) })
-    : new RateLimiter(config.rateLimitRps, config.rateLimitBurst);
+  const limiter = config.redis ? await sharedRateLimit(config.redis, config, log) : new RateLimiter(config.rateLimitRps, config.rateLimitBurst);
   const app = await buildApp(services, log, { limiter, metrics });
   await services.apiKeys.start();
   const runner = new JobRunner(db, clock, log.child({ component: 'jobs' }), { pollIntervalMs: config.jobPollIntervalMs });

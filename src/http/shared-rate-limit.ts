@@ -75,6 +75,25 @@ export class SharedRateLimit implements KeyRateLimit {
     });
   }
 
+  /**
+   * Waits (at most `timeoutMs`) for the first connection, so that a node's first requests already use the
+   * shared buckets; when Redis is not there yet the node starts anyway, with its own buckets.
+   */
+  async connected(timeoutMs = 2_000): Promise<boolean> {
+    if (this.redis.status === 'ready') return true;
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => {
+        this.redis.off('ready', onReady);
+        resolve(false);
+      }, timeoutMs);
+      const onReady = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      this.redis.once('ready', onReady);
+    });
+  }
+
   async take(key: string): Promise<RateDecision> {
     const { ratePerSecond, burst, keyPrefix } = this.options;
     const bucketKey = `${keyPrefix}ratelimit:${key}`;
