@@ -14,6 +14,7 @@ import type { KeyRateLimit } from './http/rate-limit.js';
 import type { Metrics } from './metrics/prometheus.js';
 import { lazyChild } from './util/lazy-logger.js';
 import { validatorCompiler } from './http/validation.js';
+import { lazySerializers } from './http/serialization.js';
 import { adminRoutes } from './admin/routes.js';
 import { whatsappCallbackRoutes } from './messaging/provider-routes.js';
 import { shareRoutes } from './knowledge/share-routes.js';
@@ -58,6 +59,7 @@ export async function buildApp(services: Services, logger: Logger, options: AppO
     // Path values the schemas allow (conversationId up to 200, template names up to 512) must reach
     // validation; Fastify's default maxParamLength (100) answers longer ones with a bare 414.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },
+    schemaController: { compilersFactory: { buildSerializer: lazySerializers() } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   applyServerLimits(app.server);

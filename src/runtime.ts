@@ -3,8 +3,7 @@ import pino, { type DestinationStream, type Logger, type LoggerOptions } from 'p
 import type PinoPretty from 'pino-pretty';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
-import { openDb } from './db/driver.js';
-import { migrate } from './db/migrate.js';
+import { openDatabase, type OpenedDatabase } from './db/open.js';
 import { buildApp, type App } from './app.js';
 import { JobRunner } from './jobs/runner.js';
 import { registerMaintenance, scheduleMaintenance } from './jobs/maintenance.js';
@@ -23,7 +22,6 @@ import { GuardedFetcher } from './knowledge/fetch.js';
 import { createCrawlWorker } from './knowledge/crawler/worker.js';
 import { scheduleRecrawls } from './knowledge/crawler/recrawl.js';
 import { RateLimiter, type KeyRateLimit } from './http/rate-limit.js';
-import { SharedRateLimit } from './http/shared-rate-limit.js';
 import { noWorkCounters } from './metrics/counters.js';
 import type { Metrics } from './metrics/prometheus.js';
 import { startMetricsServer } from './metrics/server.js';
@@ -63,17 +61,26 @@ export function createLogger(level: string, output?: LogOutput): Logger {
 }
 
 async function sharedRateLimit(redis: NonNullable<Config['redis']>, config: Config, log: Logger): Promise<KeyRateLimit> {
+  // ioredis is loaded only where REDIS_URL is set.
+  const { SharedRateLimit } = await import('./http/shared-rate-limit.js');
   const limiter = new SharedRateLimit({ ...redis, ratePerSecond: config.rateLimitRps, burst: config.rateLimitBurst, log: log.child({ component: 'rate-limit' }) });
   if (!(await limiter.connected())) log.warn('Redis (REDIS_URL) is not reachable yet: rate limiting per process until it is');
   return limiter;
 }
 
 /** Opens the database, migrates, and builds services, the HTTP app and the workers (not yet started). */
-export async function createRuntime(config: Config, options: { clock?: Clock; logger?: Logger; resolver?: Resolver } = {}): Promise<Runtime> {
+export interface RuntimeOptions {
+  clock?: Clock;
+  logger?: Logger;
+  resolver?: Resolver;
+  /** The database, already being opened and migrated (main.ts starts this while the rest of the code loads). */
+  database?: Promise<OpenedDatabase>;
+}
+
+export async function createRuntime(config: Config, options: RuntimeOptions = {}): Promise<Runtime> {
   const log = options.logger ?? createLogger(config.logLevel);
   const clock = options.clock ?? systemClock;
-  const db = await openDb({ databaseUrl: config.databaseUrl, schema: config.databaseSchema, dataDir: config.dataDir });
-  const applied = await migrate(db);
+  const { db, applied } = await (options.database ?? openDatabase(config));
   if (applied.length > 0) log.info({ migrations: applied }, 'migrations applied');
   const keyring = await loadKeyring(db, config.secretKey);
   if (!keyring.fromConfig) log.warn('SECRET_KEY is not set: using a generated key kept in the database; set SECRET_KEY in production');

@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { PGlite } from '@electric-sql/pglite';
 import { epochMsOfTimestamptz } from './timestamp.js';
+import { BUILT_TEMPLATE_DIR, seedFromTemplate } from './pglite-template.js';
 
 /** Anything that runs SQL: the database itself or an open transaction. */
 export interface Queryable {
@@ -54,6 +55,8 @@ export interface DbOptions {
   schema?: string;
   dataDir: string;
   poolSize?: number;
+  /** PGlite: a migrated database copied into an empty data directory instead of running initdb (see pglite-template.ts). */
+  templateDir?: string;
 }
 
 // int8 (count(*), bigserial) as JS numbers on both drivers: our counters stay far below 2^53.
@@ -342,6 +345,13 @@ class PgliteDb implements Db {
   }
 }
 
+/**
+ * PGlite's shared buffers live in the process's own memory (its WebAssembly heap): PostgreSQL's default of
+ * 128 MB was most of an idle embedded server's RSS once touched. The database files are read through the
+ * kernel's page cache anyway, so 16 MB costs little speed at this scale (docs/decisions.md).
+ */
+const PGLITE_SETTINGS = ['shared_buffers=16MB'];
+
 /** node-postgres (pooled) when a URL is given, embedded PGlite otherwise. */
 export async function openDb(options: DbOptions): Promise<Db> {
   const schema = options.schema ?? 'public';
@@ -355,10 +365,15 @@ export async function openDb(options: DbOptions): Promise<Db> {
   if (!memory) {
     dataDir = path.resolve(options.dataDir, 'pgdata');
     mkdirSync(dataDir, { recursive: true });
+    seedFromTemplate(dataDir, options.templateDir ?? BUILT_TEMPLATE_DIR);
   }
   // Loaded only when used: the embedded engine costs ~45 MB of RSS that a PostgreSQL deployment should not carry.
   const [{ PGlite }, { pg_trgm }] = await Promise.all([import('@electric-sql/pglite'), import('@electric-sql/pglite/contrib/pg_trgm')]);
-  const lite = await PGlite.create(dataDir, { parsers: { 20: (value: string) => Number(value) }, extensions: { pg_trgm } });
+  const lite = await PGlite.create(dataDir, {
+    parsers: { 20: (value: string) => Number(value) },
+    extensions: { pg_trgm },
+    startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS.flatMap((setting) => ['-c', setting])],
+  });
   if (schema !== 'public') {
     await lite.exec(`CREATE SCHEMA IF NOT EXISTS ${schema}; SET search_path TO ${schema}, public`);
   }
