@@ -107,6 +107,8 @@ export async function startServer(
     UNSAFE_ALLOW_PRIVATE_DESTINATIONS: 'true',
     ...dbEnv,
     ...(metricsPort ? { METRICS_PORT: metricsPort } : {}),
+    // As `npm start` sets it (docs/decisions.md: lean embedded default).
+    ...(options.compiled ? { MALLOC_ARENA_MAX: '2' } : {}),
     ...extraEnv,
   };
   if (options.compiled && !existsSync(path.join(ROOT, 'dist/src/main.js'))) throw new Error('dist/src/main.js is missing: run npm run build first');
