@@ -59,7 +59,7 @@ function rng(seed: number) {
 }
 
 /** Page i: a binary-tree link to 2i+1 and 2i+2 (every page within 9 hops), plus random links up to 5–8. */
-function buildSite(pages: number): string[] {
+export function buildSite(pages: number): string[] {
   const out: string[] = [];
   for (let i = 0; i < pages; i += 1) {
     const random = rng(i + 1);
@@ -82,7 +82,7 @@ function buildSite(pages: number): string[] {
 }
 
 /** Serves the site (run in its own process): an ETag per page, 304 to If-None-Match; GET /__requests counts requests. */
-async function serve(pages: string[], latencyMs: number, port = 0): Promise<{ url: string; close: () => Promise<void> }> {
+export async function serve(pages: string[], latencyMs: number, port = 0): Promise<{ url: string; close: () => Promise<void> }> {
   let requests = 0;
   const server = http.createServer((req, res) => {
     if (req.url === '/__requests') return void res.writeHead(200, { 'content-type': 'text/plain' }).end(String(requests));

@@ -1,7 +1,7 @@
 /** Child processes (server, receiver, bare baseline), admin API calls and PostgreSQL schema handling. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { DEFAULT_POSTGRES_URL, LOG_DIR, ROOT, freePort, sleep, type DbKind } from './lib.js';
@@ -19,12 +19,12 @@ function logTail(file: string, lines = 15): string {
   }
 }
 
-/** Spawns `node --import tsx <script>`; output goes to .bench/logs/<name>.log. */
-function spawnNode(name: string, script: string, args: string[], env: NodeJS.ProcessEnv, ipc: boolean): { child: ChildProcess; logFile: string } {
+/** Spawns `node --import tsx <script>` (or plain `node` for compiled JavaScript); output goes to .bench/logs/<name>.log. */
+function spawnNode(name: string, script: string, args: string[], env: NodeJS.ProcessEnv, ipc: boolean, loader = true): { child: ChildProcess; logFile: string } {
   mkdirSync(LOG_DIR, { recursive: true });
   const logFile = path.join(LOG_DIR, `${name}.log`);
   const fd = openSync(logFile, 'w');
-  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+  const child = spawn(process.execPath, [...(loader ? ['--import', 'tsx'] : []), script, ...args], {
     cwd: ROOT,
     env,
     stdio: ipc ? ['ignore', fd, fd, 'ipc'] : ['ignore', fd, fd],
@@ -68,18 +68,33 @@ function baseEnv(): NodeJS.ProcessEnv {
 
 export interface Server {
   name: string;
+  /** Milliseconds from spawn to the first 200 of /readyz (or of /metrics for a worker). */
+  readyMs: number;
   child: ChildProcess;
   pid: number | undefined;
   baseUrl: string;
   logFile: string;
 }
 
+export interface StartOptions {
+  /** Run the build (`node dist/src/main.js`, as `npm start` does) instead of the sources through tsx. */
+  compiled?: boolean;
+}
+
 /**
  * Starts the real server (`src/main.ts --role <role>`) on a free port of 127.0.0.1 and waits for /readyz.
- * (With --role all the workers start just before the port opens.)
+ * (With --role all the workers start just before the port opens.) A worker has no API port: it is given a
+ * METRICS_PORT, and is ready once that answers.
  */
-export async function startServer(name: string, role: 'api' | 'all', dbEnv: Record<string, string>, extraEnv: Record<string, string> = {}): Promise<Server> {
+export async function startServer(
+  name: string,
+  role: 'api' | 'all' | 'worker',
+  dbEnv: Record<string, string>,
+  extraEnv: Record<string, string> = {},
+  options: StartOptions = {},
+): Promise<Server> {
   const port = await freePort();
+  const metricsPort = role === 'worker' ? String(await freePort()) : undefined;
   const env = {
     ...baseEnv(),
     ADMIN_TOKEN,
@@ -91,17 +106,26 @@ export async function startServer(name: string, role: 'api' | 'all', dbEnv: Reco
     RATE_LIMIT_BURST: '1000000',
     UNSAFE_ALLOW_PRIVATE_DESTINATIONS: 'true',
     ...dbEnv,
+    ...(metricsPort ? { METRICS_PORT: metricsPort } : {}),
+    // As `npm start` sets it (docs/decisions.md: lean embedded default).
+    ...(options.compiled ? { MALLOC_ARENA_MAX: '2' } : {}),
     ...extraEnv,
   };
-  const { child, logFile } = spawnNode(name, 'src/main.ts', ['--role', role], env, false);
+  if (options.compiled && !existsSync(path.join(ROOT, 'dist/src/main.js'))) throw new Error('dist/src/main.js is missing: run npm run build first');
+  const started = performance.now();
+  const { child, logFile } = options.compiled
+    ? spawnNode(name, 'dist/src/main.js', ['--role', role], env, false, false)
+    : spawnNode(name, 'src/main.ts', ['--role', role], env, false);
   const baseUrl = `http://127.0.0.1:${port}`;
+  const readyUrl = metricsPort ? `http://127.0.0.1:${env.METRICS_PORT}/metrics` : `${baseUrl}/readyz`;
   const deadline = Date.now() + 90_000;
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) {
       throw new Error(`${name} exited (${child.exitCode ?? child.signalCode}) before it was ready:\n${logTail(logFile)}`);
     }
     try {
-      const response = await fetch(`${baseUrl}/readyz`, { signal: AbortSignal.timeout(2_000) });
+      const response = await fetch(readyUrl, { signal: AbortSignal.timeout(2_000) });
+      await response.arrayBuffer();
       if (response.ok) break;
     } catch {
       // not listening yet
@@ -110,9 +134,9 @@ export async function startServer(name: string, role: 'api' | 'all', dbEnv: Reco
       await stopChild(child, 2_000);
       throw new Error(`${name} not ready after 90 s:\n${logTail(logFile)}`);
     }
-    await sleep(100);
+    await sleep(20);
   }
-  return { name, child, pid: child.pid, baseUrl, logFile };
+  return { name, readyMs: Math.round(performance.now() - started), child, pid: child.pid, baseUrl, logFile };
 }
 
 /** A node script under bench/ that reports `{ port }` over IPC once it listens. */

@@ -13,6 +13,8 @@ import { killCrawlChildren, printCrawl, runCrawl, type CrawlSummary } from './cr
 import { printDevStart, runDevStart, type DevStartResult } from './devstart.js';
 import { printKnowledge, runKnowledge, type KnowledgeResult } from './knowledge.js';
 import { printReplies, runReplies, type RepliesResult } from './replies.js';
+import { printOps, runOps, type OpsResult } from './ops.js';
+import { printNodes, runNodes, type NodesResult } from './nodes.js';
 import { CpuMeter, OUT_DIR, SCENARIOS, fmt, log, parseArgs, printTable, round, sleep, type DbKind, type Scenario } from './lib.js';
 import { dbLabel, detectPostgres, dropSchemas, killAllChildren, stopAllChildren } from './procs.js';
 import { printTargets, targets } from './report.js';
@@ -141,6 +143,8 @@ async function main(): Promise<number> {
   const abuse: AbuseResult[] = [];
   let replies: RepliesResult | undefined;
   let devStart: DevStartResult | undefined;
+  let ops: OpsResult | undefined;
+  let nodes: NodesResult | undefined;
   const errors: Array<{ scenario: string; db: DbKind; message: string }> = [];
   const record = async (scenario: string, db: DbKind, fn: () => Promise<void>) => {
     try {
@@ -186,6 +190,14 @@ async function main(): Promise<number> {
       // The embedded database only: `m2m dev` never uses PostgreSQL.
       await record('devstart', 'pglite', async () => void (devStart = await runDevStart()));
     }
+    if (runs('ops')) {
+      await record('ops', dbs.includes('postgres') ? 'postgres' : 'pglite', async () => void (ops = await runOps(dbs, postgresUrl, timing)));
+    }
+    if (runs('nodes')) {
+      // Several processes on one database: PostgreSQL only.
+      if (dbs.includes('postgres') && postgresUrl) await record('nodes', 'postgres', async () => void (nodes = await runNodes(postgresUrl, args.quick)));
+      else log('nodes: needs PostgreSQL; skipped');
+    }
   } finally {
     await stopAllChildren();
     const dropped = await dropSchemas();
@@ -200,6 +212,8 @@ async function main(): Promise<number> {
   printAbuse(abuse, dbLabel);
   printReplies(replies);
   printDevStart(devStart);
+  printOps(ops, dbLabel);
+  printNodes(nodes);
   const checks = targets(api, webhooks, args.quick, { conversations, knowledge, crawl });
   printTargets(checks);
   for (const e of errors) console.log(`\nFAILED ${e.scenario} on ${dbLabel(e.db)}: ${e.message.split('\n')[0]} (details above and in .bench/logs/)`);
@@ -224,9 +238,9 @@ async function main(): Promise<number> {
     postgresUrl: postgresUrl ? redact(postgresUrl) : null,
     timing,
   };
-  writeFileSync(file, `${JSON.stringify({ meta, api, webhooks, conversations, knowledge, crawl: crawl ?? null, abuse, replies: replies ?? null, devStart: devStart ?? null, targets: checks, errors }, null, 2)}\n`);
+  writeFileSync(file, `${JSON.stringify({ meta, api, webhooks, conversations, knowledge, crawl: crawl ?? null, abuse, replies: replies ?? null, devStart: devStart ?? null, ops: ops ?? null, nodes: nodes ?? null, targets: checks, errors }, null, 2)}\n`);
   console.log(`\nresults written to ${path.relative(process.cwd(), file)} (child logs in .bench/logs/); total ${meta.seconds} s`);
-  return errors.length > 0 ? 1 : 0;
+  return errors.length > 0 || (nodes !== undefined && !nodes.ok) ? 1 : 0;
 }
 
 let interrupted = false;

@@ -10,9 +10,11 @@ import { applyRouteLimits, inputGuardHook } from './http/input-guard.js';
 import { registerJsonParser } from './http/json-body.js';
 import { applyServerLimits, SERVER_LIMITS } from './http/server-limits.js';
 import { authenticateHook } from './http/auth.js';
-import { RateLimiter } from './http/rate-limit.js';
+import type { KeyRateLimit } from './http/rate-limit.js';
+import type { Metrics } from './metrics/prometheus.js';
 import { lazyChild } from './util/lazy-logger.js';
 import { validatorCompiler } from './http/validation.js';
+import { lazySerializers } from './http/serialization.js';
 import { adminRoutes } from './admin/routes.js';
 import { whatsappCallbackRoutes } from './messaging/provider-routes.js';
 import { shareRoutes } from './knowledge/share-routes.js';
@@ -36,7 +38,14 @@ function tokenMatches(given: string | undefined, expected: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
-export async function buildApp(services: Services, logger: Logger): Promise<App> {
+export interface AppOptions {
+  /** The per-key rate limit (per process, or shared through Redis). */
+  limiter: KeyRateLimit;
+  /** Set when METRICS_PORT is: every request is recorded. */
+  metrics?: Metrics;
+}
+
+export async function buildApp(services: Services, logger: Logger, options: AppOptions): Promise<App> {
   const { config } = services;
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
@@ -50,9 +59,11 @@ export async function buildApp(services: Services, logger: Logger): Promise<App>
     // Path values the schemas allow (conversationId up to 200, template names up to 512) must reach
     // validation; Fastify's default maxParamLength (100) answers longer ones with a bare 414.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },
+    schemaController: { compilersFactory: { buildSerializer: lazySerializers() } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   applyServerLimits(app.server);
+  options.metrics?.instrument(app);
   // JSON only: anything else is 415 rather than a string body that fails validation confusingly.
   app.removeContentTypeParser('text/plain');
   registerJsonParser(app);
@@ -111,7 +122,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<App>
 
   await app.register(docsRoutes(API_PREFIX));
 
-  const limiter = new RateLimiter(config.rateLimitRps, config.rateLimitBurst);
+  const { limiter } = options;
   await app.register(
     async (api) => {
       api.addHook('onRequest', authenticateHook(services.apiKeys, limiter));

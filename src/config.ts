@@ -57,6 +57,10 @@ export interface Config {
     /** A crawl's deadline: no request starts after it, no Retry-After is waited for past it. */
     deadlineMs: number;
   };
+  /** Prometheus metrics port (METRICS_PORT); unset: no metrics. */
+  metricsPort: number | undefined;
+  /** REDIS_URL: the per-key rate limit is shared by every API node through this Redis; unset: per process. */
+  redis: { url: string; keyPrefix: string } | undefined;
   /** An OpenAI-compatible embeddings endpoint; unset: the local hashing embedder. */
   embeddings: { url: string; apiKey: string | undefined; model: string; timeoutMs: number } | undefined;
 }
@@ -146,6 +150,21 @@ function embeddings(env: Env): Config['embeddings'] {
   return { url, apiKey: env.EMBEDDINGS_API_KEY || undefined, model: env.EMBEDDINGS_MODEL || 'text-embedding-3-small', timeoutMs: int(env, 'EMBEDDINGS_TIMEOUT_MS', 30_000, 100, 300_000) };
 }
 
+function redis(env: Env): Config['redis'] {
+  const url = env.REDIS_URL;
+  if (!url) return undefined;
+  try {
+    const parsed = new URL(url);
+    if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') throw new Error('scheme');
+  } catch {
+    // The value is not echoed: it may hold a password.
+    throw new ConfigError('REDIS_URL must be a redis:// or rediss:// URL, such as redis://127.0.0.1:6379');
+  }
+  const keyPrefix = env.REDIS_KEY_PREFIX ?? 'm2m:';
+  if (!/^[A-Za-z0-9:._-]{0,100}$/.test(keyPrefix)) throw new ConfigError('REDIS_KEY_PREFIX must be at most 100 letters, digits, ":", ".", "_" or "-"');
+  return { url, keyPrefix };
+}
+
 function blobStore(env: Env): Config['blobStore'] {
   const kind = env.BLOB_STORE || 'filesystem';
   if (kind === 'filesystem') return { kind };
@@ -228,6 +247,8 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
       recrawlBatch: int(env, 'CRAWL_RECRAWL_BATCH', 10, 1, 1000),
       deadlineMs: int(env, 'CRAWL_DEADLINE_MS', 2 * 3_600_000, 1_000, 24 * 3_600_000),
     },
+    metricsPort: env.METRICS_PORT ? int(env, 'METRICS_PORT', 0, 0, 65535) : undefined,
+    redis: redis(env),
     embeddings: embeddings(env),
   };
 }

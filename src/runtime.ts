@@ -3,8 +3,7 @@ import pino, { type DestinationStream, type Logger, type LoggerOptions } from 'p
 import type PinoPretty from 'pino-pretty';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
-import { openDb } from './db/driver.js';
-import { migrate } from './db/migrate.js';
+import { openDatabase, type OpenedDatabase } from './db/open.js';
 import { buildApp, type App } from './app.js';
 import { JobRunner } from './jobs/runner.js';
 import { registerMaintenance, scheduleMaintenance } from './jobs/maintenance.js';
@@ -22,12 +21,18 @@ import { registerKnowledgeJobs } from './knowledge/jobs.js';
 import { GuardedFetcher } from './knowledge/fetch.js';
 import { createCrawlWorker } from './knowledge/crawler/worker.js';
 import { scheduleRecrawls } from './knowledge/crawler/recrawl.js';
+import { RateLimiter, type KeyRateLimit } from './http/rate-limit.js';
+import { noWorkCounters } from './metrics/counters.js';
+import type { Metrics } from './metrics/prometheus.js';
+import { startMetricsServer } from './metrics/server.js';
 
 export interface Runtime {
   services: Services;
   app: App;
   runner: JobRunner;
   dispatcher: WebhookDispatcher;
+  /** The port `GET /metrics` is served on (METRICS_PORT set), else undefined. */
+  metricsPort: number | undefined;
   startWorkers(): Promise<void>;
   /** Graceful stop: no new requests or claims, running work finishes or releases its lease, pool closed. */
   close(graceMs?: number): Promise<void>;
@@ -55,12 +60,27 @@ export function createLogger(level: string, output?: LogOutput): Logger {
   return pino(options, lines);
 }
 
+async function sharedRateLimit(redis: NonNullable<Config['redis']>, config: Config, log: Logger): Promise<KeyRateLimit> {
+  // ioredis is loaded only where REDIS_URL is set.
+  const { SharedRateLimit } = await import('./http/shared-rate-limit.js');
+  const limiter = new SharedRateLimit({ ...redis, ratePerSecond: config.rateLimitRps, burst: config.rateLimitBurst, log: log.child({ component: 'rate-limit' }) });
+  if (!(await limiter.connected())) log.warn('Redis (REDIS_URL) is not reachable yet: rate limiting per process until it is');
+  return limiter;
+}
+
 /** Opens the database, migrates, and builds services, the HTTP app and the workers (not yet started). */
-export async function createRuntime(config: Config, options: { clock?: Clock; logger?: Logger; resolver?: Resolver } = {}): Promise<Runtime> {
+export interface RuntimeOptions {
+  clock?: Clock;
+  logger?: Logger;
+  resolver?: Resolver;
+  /** The database, already being opened and migrated (main.ts starts this while the rest of the code loads). */
+  database?: Promise<OpenedDatabase>;
+}
+
+export async function createRuntime(config: Config, options: RuntimeOptions = {}): Promise<Runtime> {
   const log = options.logger ?? createLogger(config.logLevel);
   const clock = options.clock ?? systemClock;
-  const db = await openDb({ databaseUrl: config.databaseUrl, schema: config.databaseSchema, dataDir: config.dataDir });
-  const applied = await migrate(db);
+  const { db, applied } = await (options.database ?? openDatabase(config));
   if (applied.length > 0) log.info({ migrations: applied }, 'migrations applied');
   const keyring = await loadKeyring(db, config.secretKey);
   if (!keyring.fromConfig) log.warn('SECRET_KEY is not set: using a generated key kept in the database; set SECRET_KEY in production');
@@ -68,7 +88,11 @@ export async function createRuntime(config: Config, options: { clock?: Clock; lo
     log.warn('UNSAFE_ALLOW_PRIVATE_DESTINATIONS is on: webhooks and the crawler may reach private and loopback addresses. Never use this in production.');
   }
   const services = createServices({ config, db, clock, keyring, log, resolver: options.resolver });
-  const app = await buildApp(services, log);
+  // prom-client is loaded only where metrics are asked for.
+  const metrics: Metrics | undefined = config.metricsPort !== undefined ? new (await import('./metrics/prometheus.js')).Metrics(db, clock) : undefined;
+  const counters = metrics?.counters ?? noWorkCounters;
+  const limiter = config.redis ? await sharedRateLimit(config.redis, config, log) : new RateLimiter(config.rateLimitRps, config.rateLimitBurst);
+  const app = await buildApp(services, log, { limiter, metrics });
   await services.apiKeys.start();
   const runner = new JobRunner(db, clock, log.child({ component: 'jobs' }), { pollIntervalMs: config.jobPollIntervalMs });
   registerMaintenance(runner, { db, webhooks: services.webhooks, events: services.events });
@@ -76,7 +100,7 @@ export async function createRuntime(config: Config, options: { clock?: Clock; lo
     config.channelProvider === 'whatsapp'
       ? new WhatsAppCloudProvider({ ...config.whatsapp, accessToken: config.whatsapp.accessToken!, timeoutMs: config.sendTimeoutMs })
       : new SandboxProvider();
-  registerSendPipeline(runner, { db, provider });
+  registerSendPipeline(runner, { db, provider, counters });
   registerAutomation(runner, { db, sender: services.followUpSender, intervalMs: config.crmAutomationIntervalMs });
   registerPreCheckin(runner, { db, reservations: services.reservations });
   const knowledgeFetcher = new GuardedFetcher({
@@ -86,7 +110,7 @@ export async function createRuntime(config: Config, options: { clock?: Clock; lo
     resolver: options.resolver,
   });
   registerKnowledgeJobs(runner, { db, blobs: services.blobs, fetcher: knowledgeFetcher });
-  const crawlWorker = createCrawlWorker(runner, db, config, options.resolver);
+  const crawlWorker = createCrawlWorker(runner, db, config, options.resolver, counters);
   const dispatcher = new WebhookDispatcher(db, clock, log.child({ component: 'webhooks' }), {
     retryDelaysMs: config.webhookRetryDelaysMs,
     attemptTimeoutMs: config.webhookAttemptTimeoutMs,
@@ -97,13 +121,16 @@ export async function createRuntime(config: Config, options: { clock?: Clock; lo
     pollIntervalMs: config.jobPollIntervalMs,
     resolver: options.resolver,
     decryptSecret: (sealed) => services.webhooks.decryptSecret(sealed),
+    counters,
   });
+  const metricsServer = metrics && config.metricsPort !== undefined ? await startMetricsServer(metrics, config.host, config.metricsPort, log) : undefined;
   let workersStarted = false;
   return {
     services,
     app,
     runner,
     dispatcher,
+    metricsPort: metricsServer?.port,
     async startWorkers() {
       workersStarted = true;
       await scheduleMaintenance(db, clock);
@@ -115,6 +142,8 @@ export async function createRuntime(config: Config, options: { clock?: Clock; lo
     },
     async close(graceMs = 10_000) {
       await app.close();
+      await metricsServer?.close();
+      await limiter.close();
       services.apiKeys.stop();
       if (workersStarted) await Promise.all([runner.stop(graceMs), dispatcher.stop(graceMs)]);
       await knowledgeFetcher.close();

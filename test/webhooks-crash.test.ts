@@ -1,10 +1,7 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
-import { fileURLToPath } from 'node:url';
-import { Agent, request } from 'undici';
 import { eventually } from './helpers/app.js';
+import { freePort, inheritedEnv, ServerProcess } from './helpers/server-process.js';
 import { startReceiver } from './helpers/receiver.js';
 import { sharedDatabase } from './helpers/shared-db.js';
 import { FULL_WEBHOOK_SCOPES, gate } from './fixtures/webhooks.js';
@@ -12,79 +9,8 @@ import { FULL_WEBHOOK_SCOPES, gate } from './fixtures/webhooks.js';
 // The real server (`src/main.ts`) in a child process is SIGKILLed in the middle of a burst of deliveries and
 // started again on the same database: every emitted event still reaches the receiver (at least once).
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ADMIN_TOKEN = 'crash-test-admin-token';
 const EVENTS = 200;
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
-/** One run of the server process, with its own HTTP connection pool (a killed server leaves dead sockets). */
-class ServerProcess {
-  readonly child: ChildProcess;
-  readonly agent = new Agent({ keepAliveTimeout: 1_000, connections: 16 });
-  output = '';
-
-  constructor(env: NodeJS.ProcessEnv, readonly base: string) {
-    this.child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    const keep = (chunk: Buffer) => {
-      this.output = (this.output + chunk.toString()).slice(-20_000);
-    };
-    this.child.stdout?.on('data', keep);
-    this.child.stderr?.on('data', keep);
-  }
-
-  get exited(): boolean {
-    return this.child.exitCode !== null || this.child.signalCode !== null;
-  }
-
-  async call<T = Record<string, unknown>>(method: string, path: string, body?: unknown, token = ADMIN_TOKEN): Promise<{ status: number; body: T }> {
-    const response = await request(`${this.base}${path}`, {
-      method: method as 'GET',
-      dispatcher: this.agent,
-      headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    const text = await response.body.text();
-    return { status: response.statusCode, body: (text ? JSON.parse(text) : {}) as T };
-  }
-
-  /** Like call, but the status must be 2xx. */
-  async ok<T = Record<string, unknown>>(method: string, path: string, body?: unknown, token = ADMIN_TOKEN): Promise<T> {
-    const response = await this.call<T>(method, path, body, token);
-    assert.ok(response.status >= 200 && response.status < 300, `${method} ${path} → ${response.status} ${JSON.stringify(response.body)}`);
-    return response.body;
-  }
-
-  async ready(): Promise<void> {
-    await eventually(
-      async () => {
-        if (this.exited) throw new Error(`server exited early (${this.child.exitCode ?? this.child.signalCode}):\n${this.output}`);
-        try {
-          return (await this.call('GET', '/readyz')).status === 200;
-        } catch {
-          return false; // not listening yet
-        }
-      },
-      60_000,
-      'the server to be ready',
-    );
-  }
-
-  async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
-    if (!this.exited) {
-      const exited = new Promise((resolve) => this.child.once('exit', resolve));
-      this.child.kill(signal);
-      await exited;
-    }
-    await this.agent.destroy().catch(() => undefined);
-  }
-}
 
 describe('webhook delivery survives a server crash', () => {
   let database: Awaited<ReturnType<typeof sharedDatabase>>;
@@ -109,10 +35,8 @@ describe('webhook delivery survives a server crash', () => {
     });
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
-    const inherited = { ...process.env };
-    for (const name of ['DATABASE_URL', 'DATABASE_SCHEMA', 'DATA_DIR', 'NODE_TEST_CONTEXT', 'SECRET_KEY']) delete inherited[name];
     env = {
-      ...inherited,
+      ...inheritedEnv(),
       ...database.env,
       ADMIN_TOKEN,
       PORT: String(port),
@@ -136,7 +60,7 @@ describe('webhook delivery survives a server crash', () => {
   });
 
   function startServer(): ServerProcess {
-    const server = new ServerProcess(env, base);
+    const server = new ServerProcess(env, base, ADMIN_TOKEN);
     servers.push(server);
     return server;
   }

@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { PGlite } from '@electric-sql/pglite';
 import { epochMsOfTimestamptz } from './timestamp.js';
+import { BUILT_TEMPLATE_DIR, seedFromTemplate } from './pglite-template.js';
 
 /** Anything that runs SQL: the database itself or an open transaction. */
 export interface Queryable {
@@ -34,9 +35,19 @@ export interface Db extends Queryable {
    * thirds of the inbox list's database time).
    */
   queryCachedPlan<T = Record<string, unknown>>(sql: string, params: readonly unknown[]): Promise<T[]>;
+  /** Connections of the main pool (PostgreSQL); undefined on PGlite, which has a single connection. */
+  poolUse(): PoolUse | undefined;
   /** Subscribe to wake-ups on `channel`; returns an unsubscribe function. */
   listen(channel: string, onWake: () => void): Promise<() => void>;
   close(): Promise<void>;
+}
+
+export interface PoolUse {
+  /** Open connections, idle ones among them, and queries waiting for a connection. */
+  total: number;
+  idle: number;
+  waiting: number;
+  max: number;
 }
 
 export interface DbOptions {
@@ -44,6 +55,8 @@ export interface DbOptions {
   schema?: string;
   dataDir: string;
   poolSize?: number;
+  /** PGlite: a migrated database copied into an empty data directory instead of running initdb (see pglite-template.ts). */
+  templateDir?: string;
 }
 
 // int8 (count(*), bigserial) as JS numbers on both drivers: our counters stay far below 2^53.
@@ -180,6 +193,10 @@ class PostgresDb implements Db {
   async query<T>(sql: string, params?: readonly unknown[]): Promise<T[]> {
     const result = await this.pool.query(statement(sql, params));
     return result.rows as T[];
+  }
+
+  poolUse(): PoolUse {
+    return { total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount, max: this.pool.options.max };
   }
 
   async queryCachedPlan<T>(sql: string, params: readonly unknown[]): Promise<T[]> {
@@ -319,10 +336,21 @@ class PgliteDb implements Db {
     return this.query<T>(sql, params);
   }
 
+  poolUse(): undefined {
+    return undefined;
+  }
+
   async close(): Promise<void> {
     await this.lite.close();
   }
 }
+
+/**
+ * PGlite's shared buffers live in the process's own memory (its WebAssembly heap): PostgreSQL's default of
+ * 128 MB was most of an idle embedded server's RSS once touched. The database files are read through the
+ * kernel's page cache anyway, so 16 MB costs little speed at this scale (docs/decisions.md).
+ */
+const PGLITE_SETTINGS = ['shared_buffers=16MB'];
 
 /** node-postgres (pooled) when a URL is given, embedded PGlite otherwise. */
 export async function openDb(options: DbOptions): Promise<Db> {
@@ -337,10 +365,15 @@ export async function openDb(options: DbOptions): Promise<Db> {
   if (!memory) {
     dataDir = path.resolve(options.dataDir, 'pgdata');
     mkdirSync(dataDir, { recursive: true });
+    seedFromTemplate(dataDir, options.templateDir ?? BUILT_TEMPLATE_DIR);
   }
   // Loaded only when used: the embedded engine costs ~45 MB of RSS that a PostgreSQL deployment should not carry.
   const [{ PGlite }, { pg_trgm }] = await Promise.all([import('@electric-sql/pglite'), import('@electric-sql/pglite/contrib/pg_trgm')]);
-  const lite = await PGlite.create(dataDir, { parsers: { 20: (value: string) => Number(value) }, extensions: { pg_trgm } });
+  const lite = await PGlite.create(dataDir, {
+    parsers: { 20: (value: string) => Number(value) },
+    extensions: { pg_trgm },
+    startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS.flatMap((setting) => ['-c', setting])],
+  });
   if (schema !== 'public') {
     await lite.exec(`CREATE SCHEMA IF NOT EXISTS ${schema}; SET search_path TO ${schema}, public`);
   }

@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { insufficientScope, type ApiKeyService, type Principal } from '../auth/keys.js';
 import { refusedScopes, type ScopeMode } from '../auth/scopes.js';
 import { DomainError } from '../errors.js';
-import type { RateLimiter } from './rate-limit.js';
+import type { KeyRateLimit } from './rate-limit.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -26,7 +26,7 @@ export function principalOf(request: FastifyRequest): Principal {
  * onRequest hook for the public API: bearer key → principal → rate limit → route scopes.
  * Runs before body parsing and validation, so a caller without access learns nothing about the input rules.
  */
-export function authenticateHook(keys: ApiKeyService, limiter: RateLimiter) {
+export function authenticateHook(keys: ApiKeyService, limiter: KeyRateLimit) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const header = request.headers.authorization;
     const match = typeof header === 'string' ? /^Bearer ([^\s]+)$/i.exec(header.trim()) : null;
@@ -42,7 +42,7 @@ export function authenticateHook(keys: ApiKeyService, limiter: RateLimiter) {
     request.principal = principal;
     request.log = request.log.child({ tenantId: principal.tenantId, apiKeyId: principal.apiKeyId });
 
-    const rate = limiter.take(principal.apiKeyId);
+    const rate = await limiter.take(principal.apiKeyId);
     reply.header('RateLimit-Limit', rate.limit);
     reply.header('RateLimit-Remaining', rate.remaining);
     reply.header('RateLimit-Reset', rate.resetSeconds);

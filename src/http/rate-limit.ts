@@ -1,6 +1,6 @@
 /**
- * Per-key token buckets kept in this process. With several API nodes each node enforces the limit
- * on its own share of traffic (see docs/decisions.md).
+ * Per-key token buckets. Without REDIS_URL they are kept in this process (each API node enforces the limit
+ * on its own share of traffic); with it, every node shares one bucket per key (./shared-rate-limit.ts).
  */
 export interface RateDecision {
   allowed: boolean;
@@ -12,12 +12,29 @@ export interface RateDecision {
   retryAfterSeconds: number;
 }
 
+/** A per-key limit, local or shared; `take` spends one token of `key`'s bucket. */
+export interface KeyRateLimit {
+  take(key: string): RateDecision | Promise<RateDecision>;
+  close(): Promise<void>;
+}
+
+/** The answer for a bucket left with `tokens` after the request was allowed or refused. */
+export function rateDecision(allowed: boolean, tokens: number, ratePerSecond: number, burst: number): RateDecision {
+  return {
+    allowed,
+    limit: burst,
+    remaining: Math.floor(tokens),
+    resetSeconds: Math.ceil((burst - tokens) / ratePerSecond),
+    retryAfterSeconds: allowed ? 0 : Math.max(1, Math.ceil((1 - tokens) / ratePerSecond)),
+  };
+}
+
 interface Bucket {
   tokens: number;
   updatedAt: number;
 }
 
-export class RateLimiter {
+export class RateLimiter implements KeyRateLimit {
   private readonly buckets = new Map<string, Bucket>();
   private lastSweep = 0;
 
@@ -36,13 +53,11 @@ export class RateLimiter {
     const allowed = bucket.tokens >= 1;
     if (allowed) bucket.tokens -= 1;
     this.buckets.set(key, bucket);
-    return {
-      allowed,
-      limit: this.burst,
-      remaining: Math.floor(bucket.tokens),
-      resetSeconds: Math.ceil((this.burst - bucket.tokens) / this.ratePerSecond),
-      retryAfterSeconds: allowed ? 0 : Math.max(1, Math.ceil((1 - bucket.tokens) / this.ratePerSecond)),
-    };
+    return rateDecision(allowed, bucket.tokens, this.ratePerSecond, this.burst);
+  }
+
+  async close(): Promise<void> {
+    this.buckets.clear();
   }
 
   /** Forget buckets that have refilled completely, so memory follows active keys only. */

@@ -1,4 +1,4 @@
-import { Ajv, type Options } from 'ajv';
+import { Ajv, type Options, type ValidateFunction } from 'ajv';
 import * as formats from 'ajv-formats';
 import type { FastifySchema, FastifySchemaCompiler } from 'fastify';
 import { isAcceptedDate, isAcceptedDateTime } from './input-guard.js';
@@ -26,5 +26,22 @@ export function buildAjv(options: Options): Ajv {
 export function validatorCompiler(): FastifySchemaCompiler<FastifySchema> {
   const body = buildAjv({ coerceTypes: false });
   const text = buildAjv({ coerceTypes: 'array' });
-  return ({ schema, httpPart }) => (httpPart === 'body' ? body : text).compile(schema as object);
+  return ({ schema, httpPart }) => lazyValidator(httpPart === 'body' ? body : text, schema as object);
+}
+
+type LazyValidate = ((data: unknown) => boolean) & { errors?: ValidateFunction['errors'] };
+
+/**
+ * Compiled on the first request that needs it: compiling every route's schemas at start took most of a
+ * second of the server's start, for routes a deployment may never call.
+ */
+function lazyValidator(ajv: Ajv, schema: object): LazyValidate {
+  let compiled: ValidateFunction | undefined;
+  const validate: LazyValidate = (data) => {
+    compiled ??= ajv.compile(schema);
+    const valid = compiled(data);
+    validate.errors = compiled.errors;
+    return valid;
+  };
+  return validate;
 }

@@ -1,3 +1,4 @@
+import { noWorkCounters, type WorkCounters } from '../metrics/counters.js';
 import type { Db } from '../db/driver.js';
 import type { ClaimedJob, JobContext, JobRunner } from '../jobs/runner.js';
 import { channelRepo } from '../channels/repo.js';
@@ -15,8 +16,9 @@ const MAX_UNKNOWN_OUTCOMES = 1;
  * it. A job that finds a provider message id already recorded never calls the provider again; one that
  * finds `dispatching_at` still set knows a previous worker died mid-call and retries only once.
  */
-export function registerSendPipeline(runner: JobRunner, deps: { db: Db; provider: ChannelProvider }): void {
+export function registerSendPipeline(runner: JobRunner, deps: { db: Db; provider: ChannelProvider; counters?: WorkCounters }): void {
   const { db, provider } = deps;
+  const counters = deps.counters ?? noWorkCounters;
   runner.register(SEND_TASK, async (job: ClaimedJob, ctx: JobContext) => {
     const requestEventId = String(job.payload.requestEventId ?? '');
     const tenantId = job.tenantId ?? '';
@@ -35,6 +37,7 @@ export function registerSendPipeline(runner: JobRunner, deps: { db: Db; provider
           await moveStatus(tx, ctx.clock.now(), locked, 'failed', { code: 'send_outcome_unknown', message: 'the worker stopped during the provider call more than once; check the recipient before sending again' });
           await ctx.completeIn(tx);
         });
+        counters.sendOutcome('failed');
         ctx.log.error({ requestEventId }, 'send failed: outcome unknown after repeated worker crashes');
         return;
       }
@@ -62,16 +65,21 @@ export function registerSendPipeline(runner: JobRunner, deps: { db: Db; provider
         await moveStatus(tx, ctx.clock.now(), { ...locked, provider_message_id: accepted.providerMessageId }, 'sent');
         await ctx.completeIn(tx);
       });
+      counters.sendOutcome('sent');
       ctx.log.info({ requestEventId, providerMessageId: accepted.providerMessageId }, 'message accepted by the provider');
     } catch (error) {
       const failure = error instanceof ProviderError ? error : new ProviderError('send_error', 'unexpected error while sending', true);
       await messageRequestRepo.recordDispatchError(db, row.id, { code: failure.code, message: failure.message }, ctx.clock.now());
-      if (failure.retryable && job.attempts < job.maxAttempts) throw failure; // the runner retries with backoff
+      if (failure.retryable && job.attempts < job.maxAttempts) {
+        counters.sendOutcome('retrying');
+        throw failure; // the runner retries with backoff
+      }
       await db.transaction(async (tx) => {
         const locked = (await messageRequestRepo.get(tx, tenantId, row.id, true))!;
         await moveStatus(tx, ctx.clock.now(), locked, 'failed', { code: failure.code, message: failure.message });
         await ctx.completeIn(tx);
       });
+      counters.sendOutcome('failed');
       ctx.log.warn({ requestEventId, code: failure.code }, 'send failed');
     }
   });

@@ -9,6 +9,7 @@ import { WorkLoop, type Claimed } from '../jobs/work-loop.js';
 import { WEBHOOKS_CHANNEL, eventScope } from './events.js';
 import { HostSlots } from './host-slots.js';
 import { WebhookHttpClient, type PostResult } from './http-client.js';
+import type { WorkCounters } from '../metrics/counters.js';
 import { AUTO_DISABLE_MIN_FAILURES, OutcomeWriter } from './outcome-writer.js';
 import { dispatchRepo, type ClaimedDelivery } from './dispatch-repo.js';
 import { signatureHeader } from './sign.js';
@@ -30,6 +31,7 @@ export interface DispatcherOptions {
   resolver?: Resolver;
   workerId?: string;
   decryptSecret: (sealed: string) => string;
+  counters?: WorkCounters;
 }
 
 /** Decrypted signing secrets kept by a dispatcher (one per subscription and rotation). */
@@ -261,6 +263,7 @@ export class WebhookDispatcher {
       status = 'pending';
       nextAttemptAt = new Date(now.getTime() + retryDelay(this.options.retryDelaysMs, failedInCycle));
     }
+    this.options.counters?.webhookAttempt(status === 'pending' ? 'retrying' : status);
     await this.outcomes.write({
       deliveryId: row.id,
       tenantId: row.tenant_id,

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { AddressInfo } from 'node:net';
 import Stripe from 'stripe';
@@ -22,13 +22,12 @@ interface VectorCase {
   header: string;
 }
 
-const vectorsUrl = new URL('../../../../shared/spec/webhook-signature-vectors.json', import.meta.url);
+// A copy of the shared contract's spec/webhook-signature-vectors.json, kept in the repository so that a clone
+// alone runs its tests; refresh it when the contract's vectors change.
+const vectorsUrl = new URL('./fixtures/webhook-signature-vectors.json', import.meta.url);
 
 function loadVectors(): VectorCase[] {
   const file = fileURLToPath(vectorsUrl);
-  if (!existsSync(file)) {
-    throw new Error(`Signature test vectors not found at ${file} (expected /work/shared/spec/webhook-signature-vectors.json)`);
-  }
   const parsed = JSON.parse(readFileSync(file, 'utf8')) as { cases?: VectorCase[] };
   if (!Array.isArray(parsed.cases) || parsed.cases.length === 0) throw new Error(`No cases in ${file}`);
   return parsed.cases;

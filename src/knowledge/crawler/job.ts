@@ -1,3 +1,4 @@
+import type { WorkCounters } from '../../metrics/counters.js';
 import type { Db } from '../../db/driver.js';
 import { LeaseLostError, type ClaimedJob, type JobContext, type JobRunner } from '../../jobs/runner.js';
 import { compareGenerations } from './changes.js';
@@ -22,6 +23,7 @@ export interface CrawlJobDeps {
   db: Db;
   embedder: Embedder;
   crawler: Omit<CrawlerOptions, 'signal'>;
+  counters?: WorkCounters;
 }
 
 function describe(error: unknown): string {
@@ -143,6 +145,8 @@ async function crawlOnce(deps: CrawlJobDeps, job: ClaimedJob, ctx: JobContext, c
   } finally {
     clearInterval(ticker);
   }
+  deps.counters?.crawlPages('processed', crawler.counters.pagesProcessed);
+  deps.counters?.crawlPages('failed', crawler.counters.pagesFailed);
   if (writer.pagesWritten === 0) {
     const first = crawler.failures[0];
     throw new CrawlAbort('no_pages', first ? `no page could be stored; ${first.url}: ${first.code} (${first.message})` : 'no page could be stored: nothing on the site was reachable and allowed');

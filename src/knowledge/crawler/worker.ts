@@ -1,3 +1,4 @@
+import type { WorkCounters } from '../../metrics/counters.js';
 import type { Config } from '../../config.js';
 import type { Db } from '../../db/driver.js';
 import type { JobRunner } from '../../jobs/runner.js';
@@ -14,7 +15,7 @@ export function createEmbedder(config: Pick<Config, 'embeddings'>): Embedder {
 }
 
 /** Registers knowledge.crawl and the recrawl pass (knowledge.recrawl) on the runner with a crawler built from the configuration; close() releases its connections. */
-export function createCrawlWorker(runner: JobRunner, db: Db, config: Config, resolver?: Resolver): { close(): Promise<void> } {
+export function createCrawlWorker(runner: JobRunner, db: Db, config: Config, resolver?: Resolver, counters?: WorkCounters): { close(): Promise<void> } {
   const { crawl } = config;
   const fetcher = new CrawlFetcher({
     allowPrivate: config.allowPrivateDestinations,
@@ -27,6 +28,7 @@ export function createCrawlWorker(runner: JobRunner, db: Db, config: Config, res
   registerCrawlJobs(runner, {
     db,
     embedder: createEmbedder(config),
+    counters,
     crawler: {
       fetcher,
       allowPrivate: config.allowPrivateDestinations,
