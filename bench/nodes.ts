@@ -14,8 +14,8 @@ import { ADMIN_TOKEN, call, newSchema, startServer, stopChild, withPg, type Serv
 
 export interface NodesResult {
   events: { acknowledged: number; delivered: number; lost: number; duplicates: number; deliveredBeforeKill: number };
-  /** midCallRetries: sends whose worker died during the provider call, so that the next run sent again (docs/decisions.md). */
-  sends: { accepted: number; sent: number; providerCalls: number; sentTwice: number; notSent: number; midCallRetries: number };
+  /** outcomeUnknown: sends whose worker died during the provider call, failed as send_outcome_unknown rather than sent again (docs/decisions.md). */
+  sends: { accepted: number; sent: number; providerCalls: number; sentTwice: number; notSent: number; outcomeUnknown: number };
   crawl: { status: string; pagesProcessed: number };
   stuck: { jobs: number; deliveries: number; midCall: number };
   rateLimit: { burst: number; ratePerSecond: number; requests: number; allowed: number; elapsedS: number; allowedMax: number; perNodeWouldAllow: number };
@@ -243,7 +243,7 @@ export async function runNodes(postgresUrl: string, quick: boolean): Promise<Nod
     const sent = [...statuses.values()].filter((s) => s !== 'failed').length;
     const result: NodesResult = {
       events: { acknowledged: acknowledged.length, delivered: [...ackSet].filter((id) => arrivals.has(id)).length, lost, duplicates, deliveredBeforeKill },
-      sends: { accepted: acceptedSends.length, sent, providerCalls: [...providerCalls.values()].reduce((a, b) => a + b, 0), sentTwice, notSent: acceptedSends.length - sent, midCallRetries: stuck.midCall },
+      sends: { accepted: acceptedSends.length, sent, providerCalls: [...providerCalls.values()].reduce((a, b) => a + b, 0), sentTwice, notSent: acceptedSends.length - sent, outcomeUnknown: stuck.midCall },
       crawl: { status: crawlStatus, pagesProcessed },
       stuck,
       rateLimit: { burst: BURST, ratePerSecond: RATE, requests, allowed, elapsedS: Math.round(elapsedS * 10) / 10, allowedMax, perNodeWouldAllow: Math.min(requests, 2 * BURST) },
@@ -252,7 +252,7 @@ export async function runNodes(postgresUrl: string, quick: boolean): Promise<Nod
       ok: false,
     };
     result.ok =
-      lost === 0 && acknowledged.length === EVENTS && sentTwice === 0 && result.sends.notSent === 0 && acceptedSends.length === SENDS &&
+      lost === 0 && acknowledged.length === EVENTS && sentTwice === 0 && result.sends.notSent === stuck.midCall && acceptedSends.length === SENDS &&
       crawlStatus === 'completed' && stuck.jobs === 0 && stuck.deliveries === 0 && allowed >= BURST && allowed <= allowedMax;
     return result;
   } finally {
@@ -271,7 +271,7 @@ export function printNodes(result: NodesResult | undefined): void {
     ['check', 'figures', 'expected'],
     [
       ['no event lost', `${fmt(r.events.delivered)} of ${fmt(r.events.acknowledged)} acknowledged events arrived (${fmt(r.events.deliveredBeforeKill)} before the kill); ${fmt(r.events.duplicates)} repeated arrivals`, 'all arrive (repeats allowed: at least once)'],
-      ['no send made twice', `${fmt(r.sends.accepted)} accepted, ${fmt(r.sends.sent)} sent; ${fmt(r.sends.providerCalls)} provider calls; ${fmt(r.sends.sentTwice)} texts sent twice; ${fmt(r.sends.midCallRetries)} sends retried after their worker died during the provider call`, '0 twice, all sent'],
+      ['no send made twice', `${fmt(r.sends.accepted)} accepted, ${fmt(r.sends.sent)} sent; ${fmt(r.sends.providerCalls)} provider calls; ${fmt(r.sends.sentTwice)} texts sent twice; ${fmt(r.sends.outcomeUnknown)} failed as send_outcome_unknown (their worker died during the provider call)`, '0 twice; every other send sent'],
       ['crawl', `${r.crawl.status}, ${fmt(r.crawl.pagesProcessed)} pages`, 'completed'],
       ['no job stuck', `${fmt(r.stuck.jobs)} jobs overdue or with an expired lease; ${fmt(r.stuck.deliveries)} deliveries pending`, '0 and 0'],
       ['one limit per key', `${fmt(r.rateLimit.allowed)} of ${fmt(r.rateLimit.requests)} allowed in ${r.rateLimit.elapsedS} s (burst ${r.rateLimit.burst}, ${r.rateLimit.ratePerSecond}/s)`, `${r.rateLimit.burst}–${r.rateLimit.allowedMax} (per-node buckets: up to ${r.rateLimit.perNodeWouldAllow})`],

@@ -7,14 +7,13 @@ import { SEND_TASK } from './outbound.js';
 import { moveStatus } from './status.js';
 import { ProviderError, type ChannelProvider } from './providers/types.js';
 
-/** Provider calls whose outcome is unknown (the worker died mid-call) are retried at most this many times. */
-const MAX_UNKNOWN_OUTCOMES = 1;
-
 /**
  * The send job. The provider call is bracketed: `dispatching_at` is committed before the call, and the
  * provider message id together with status `sent` and the job's completion are committed right after
  * it. A job that finds a provider message id already recorded never calls the provider again; one that
- * finds `dispatching_at` still set knows a previous worker died mid-call and retries only once.
+ * finds `dispatching_at` still set knows a previous worker died mid-call, when the message may or may not
+ * have gone out: the provider takes no idempotency key, so it is failed (`send_outcome_unknown`) rather
+ * than sent a second time.
  */
 export function registerSendPipeline(runner: JobRunner, deps: { db: Db; provider: ChannelProvider; counters?: WorkCounters }): void {
   const { db, provider } = deps;
@@ -31,17 +30,17 @@ export function registerSendPipeline(runner: JobRunner, deps: { db: Db; provider
 
     if (row.dispatching_at) {
       await messageRequestRepo.noteUnknownOutcome(db, row.id, ctx.clock.now());
-      if (row.unknown_outcomes + 1 > MAX_UNKNOWN_OUTCOMES) {
-        await db.transaction(async (tx) => {
-          const locked = (await messageRequestRepo.get(tx, tenantId, row.id, true))!;
-          await moveStatus(tx, ctx.clock.now(), locked, 'failed', { code: 'send_outcome_unknown', message: 'the worker stopped during the provider call more than once; check the recipient before sending again' });
-          await ctx.completeIn(tx);
+      await db.transaction(async (tx) => {
+        const locked = (await messageRequestRepo.get(tx, tenantId, row.id, true))!;
+        await moveStatus(tx, ctx.clock.now(), locked, 'failed', {
+          code: 'send_outcome_unknown',
+          message: 'the worker stopped during the provider call, so the message may or may not have been sent; check with the recipient before sending again',
         });
-        counters.sendOutcome('failed');
-        ctx.log.error({ requestEventId }, 'send failed: outcome unknown after repeated worker crashes');
-        return;
-      }
-      ctx.log.warn({ requestEventId }, 'previous send attempt died mid-call; retrying once');
+        await ctx.completeIn(tx);
+      });
+      counters.sendOutcome('failed');
+      ctx.log.error({ requestEventId }, 'send failed: its worker stopped during the provider call (outcome unknown, not sent again)');
+      return;
     }
 
     const channel = await channelRepo.get(db, tenantId, row.channel_id);
