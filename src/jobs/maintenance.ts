@@ -3,6 +3,7 @@ import type { Clock } from '../clock.js';
 import { purgeExpiredIdempotencyKeys } from '../http/idempotency.js';
 import type { EventService } from '../events/service.js';
 import type { WebhookService } from '../webhooks/service.js';
+import { jobRepo } from './job-repo.js';
 import { enqueue } from './queue.js';
 import type { JobRunner } from './runner.js';
 
@@ -26,16 +27,13 @@ export function registerMaintenance(runner: JobRunner, deps: { db: Db; webhooks:
     // After the deliveries: an event is kept while a delivery still refers to it.
     const events = await deps.events.purgeExpired();
     const idempotencyKeys = await purgeExpiredIdempotencyKeys(deps.db, now);
-    const jobs = await deps.db.query(`DELETE FROM jobs WHERE state IN ('succeeded', 'failed') AND finished_at < $1 AND id <> $2 RETURNING id`, [
-      new Date(now.getTime() - FINISHED_JOB_RETENTION_MS),
-      job.id,
-    ]);
+    const jobs = await jobRepo.purgeFinished(deps.db, new Date(now.getTime() - FINISHED_JOB_RETENTION_MS), job.id);
     await deps.db.transaction(async (tx) => {
       await ctx.completeIn(tx);
       await enqueue(tx, now, { task: MAINTENANCE_TASK, dedupeKey: MAINTENANCE_TASK, runAt: new Date(now.getTime() + EVERY_MS), maxAttempts: 5 });
     });
-    if (deliveries + events + idempotencyKeys + jobs.length > 0) {
-      ctx.log.info({ deliveries, events, idempotencyKeys, jobs: jobs.length }, 'retention purge');
+    if (deliveries + events + idempotencyKeys + jobs > 0) {
+      ctx.log.info({ deliveries, events, idempotencyKeys, jobs }, 'retention purge');
     }
   });
 }

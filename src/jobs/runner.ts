@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { Db, Tx } from '../db/driver.js';
+import { jobRepo, type JobRow } from './job-repo.js';
 import { JOBS_CHANNEL } from './queue.js';
 import { WorkLoop, type Claimed } from './work-loop.js';
 
@@ -41,15 +42,6 @@ export interface RunnerOptions {
   concurrency?: number;
   leaseMs?: number;
   workerId?: string;
-}
-
-interface JobRow {
-  id: number;
-  task: string;
-  tenant_id: string | null;
-  payload: Record<string, unknown>;
-  attempts: number;
-  max_attempts: number;
 }
 
 /** Retry delay after the n-th failed attempt: exponential from 1 s, capped at 1 h, with ±20% jitter. */
@@ -107,9 +99,8 @@ export class JobRunner {
     if (left > 0) {
       const ids = [...this.running.keys()];
       for (const controller of this.running.values()) controller.abort();
-      await this.db
-        .query(`UPDATE jobs SET state = 'queued', locked_by = NULL, locked_until = NULL, run_at = $3, updated_at = $3
-                WHERE id = ANY($1::bigint[]) AND locked_by = $2 AND state = 'running'`, [ids, this.workerId, this.clock.now()])
+      await jobRepo
+        .release(this.db, this.workerId, ids, this.clock.now())
         .catch((error: unknown) => this.log.error({ err: error }, 'could not release job leases'));
       this.log.info({ jobs: ids }, 'released leases of unfinished jobs');
     }
@@ -119,20 +110,14 @@ export class JobRunner {
     const tasks = [...this.handlers.keys()];
     if (tasks.length === 0) return { units: [], more: false };
     const now = this.clock.now();
-    const rows = await this.db.query<JobRow>(
-      `UPDATE jobs SET state = 'running', locked_by = $1, locked_until = $2, attempts = attempts + 1, updated_at = $3
-       WHERE id IN (
-         SELECT id FROM jobs
-         WHERE task = ANY($4::text[])
-           AND ((state = 'queued' AND run_at <= $3) OR (state = 'running' AND locked_until < $3))
-           -- never re-take a job this worker is still running (a stalled event loop can outlive the lease)
-           AND NOT (id = ANY ($6::bigint[]))
-         ORDER BY run_at, id
-         LIMIT $5
-         FOR UPDATE SKIP LOCKED)
-       RETURNING id, task, tenant_id, payload, attempts, max_attempts`,
-      [this.workerId, new Date(now.getTime() + this.leaseMs), now, tasks, limit, [...this.running.keys()]],
-    );
+    const rows = await jobRepo.claim(this.db, {
+      workerId: this.workerId,
+      leaseUntil: new Date(now.getTime() + this.leaseMs),
+      now,
+      tasks,
+      limit,
+      running: [...this.running.keys()],
+    });
     return { units: rows.map((row) => () => this.execute(row)), more: rows.length === limit };
   }
 
@@ -182,11 +167,7 @@ export class JobRunner {
         log.error({ err: error }, 'job failed permanently');
       } else {
         const retryAt = new Date(this.clock.now().getTime() + backoffMs(job.attempts));
-        await this.db.query(
-          `UPDATE jobs SET state = 'queued', run_at = $3, last_error = $4, locked_by = NULL, locked_until = NULL, updated_at = $5
-           WHERE id = $1 AND locked_by = $2 AND state = 'running'`,
-          [job.id, this.workerId, retryAt, message.slice(0, 2000), this.clock.now()],
-        );
+        await jobRepo.retryLater(this.db, this.workerId, job.id, retryAt, message.slice(0, 2000), this.clock.now());
         log.warn({ err: error, retryAt }, 'job failed; retry scheduled');
       }
     } finally {
@@ -196,29 +177,16 @@ export class JobRunner {
   }
 
   private async completeIn(tx: Tx, jobId: number): Promise<void> {
-    const rows = await tx.query(
-      `UPDATE jobs SET state = 'succeeded', finished_at = $3, updated_at = $3, locked_by = NULL, locked_until = NULL
-       WHERE id = $1 AND locked_by = $2 AND state = 'running' RETURNING id`,
-      [jobId, this.workerId, this.clock.now()],
-    );
-    if (rows.length === 0) throw new LeaseLostError(jobId);
+    if (!(await jobRepo.complete(tx, this.workerId, jobId, this.clock.now()))) throw new LeaseLostError(jobId);
   }
 
   private async finish(job: ClaimedJob, state: 'succeeded' | 'failed', error?: string): Promise<void> {
-    await this.db.query(
-      `UPDATE jobs SET state = $3, finished_at = $4, updated_at = $4, last_error = COALESCE($5, last_error), locked_by = NULL, locked_until = NULL
-       WHERE id = $1 AND locked_by = $2 AND state = 'running'`,
-      [job.id, this.workerId, state, this.clock.now(), error?.slice(0, 2000) ?? null],
-    );
+    await jobRepo.finish(this.db, this.workerId, job.id, state, error?.slice(0, 2000) ?? null, this.clock.now());
   }
 
   private async extendLease(jobId: number): Promise<void> {
-    await this.db
-      .query(`UPDATE jobs SET locked_until = $3 WHERE id = $1 AND locked_by = $2 AND state = 'running'`, [
-        jobId,
-        this.workerId,
-        new Date(this.clock.now().getTime() + this.leaseMs),
-      ])
+    await jobRepo
+      .extendLease(this.db, this.workerId, jobId, new Date(this.clock.now().getTime() + this.leaseMs))
       .catch((error: unknown) => this.log.warn({ err: error, jobId }, 'could not extend job lease'));
   }
 }

@@ -1,6 +1,7 @@
 import type { Tx } from '../db/driver.js';
 import { EVENT_TYPES, eventScope, isEventType, type EventData, type EventType } from '../events/types.js';
 import { newId } from '../ids.js';
+import { outboxRepo } from './repo.js';
 
 // Event types, their read scopes and payloads are declared in src/events/types.ts.
 export { EVENT_TYPES, eventScope, type EventType };
@@ -32,16 +33,7 @@ export async function emitUnchecked(tx: Tx, now: Date, tenantId: string, type: E
   const body = JSON.stringify({ eventId, type, schemaVersion: SCHEMA_VERSION, tenantId, occurredAt: now.toISOString(), data });
   const scope = eventScope(type);
   // The outbox row and its fan-out, in one statement (src/db/migrations/0012_webhook_emit.sql).
-  const rows = await tx.query<{ count: number }>('SELECT webhook_emit($1, $2, $3, $4, $5, $6, $7) AS count', [
-    tenantId,
-    eventId,
-    type,
-    now,
-    body,
-    scope,
-    scope.replace(/:read$/, ':write'),
-  ]);
-  const deliveries = rows[0]?.count ?? 0;
+  const deliveries = await outboxRepo.emit(tx, { tenantId, eventId, type, now, body, scope });
   if (deliveries > 0) tx.notify(WEBHOOKS_CHANNEL);
   return { eventId, deliveries };
 }
