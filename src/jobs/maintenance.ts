@@ -6,8 +6,10 @@ import type { WebhookService } from '../webhooks/service.js';
 import { jobRepo } from './job-repo.js';
 import { enqueue } from './queue.js';
 import type { JobRunner } from './runner.js';
+import type { TaskName } from './tasks.js';
+import type { JobWorker } from './worker.js';
 
-export const MAINTENANCE_TASK = 'maintenance';
+export const MAINTENANCE_TASK = 'maintenance' satisfies TaskName;
 const EVERY_MS = 60 * 60 * 1000;
 const FINISHED_JOB_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 
@@ -20,7 +22,7 @@ export async function scheduleMaintenance(db: Db, clock: Clock, runAt?: Date): P
  * Retention: webhook delivery metadata 30 days after completion, events after 30 days, stored idempotent responses after
  * 24 hours, finished jobs after 7 days. Reschedules itself in the transaction that completes it.
  */
-export function registerMaintenance(runner: JobRunner, deps: { db: Db; webhooks: WebhookService; events: EventService }): void {
+export function registerMaintenance(runner: JobRunner, deps: { db: Db; webhooks: WebhookService; events: EventService }): JobWorker {
   runner.register(MAINTENANCE_TASK, async (job, ctx) => {
     const now = ctx.clock.now();
     const deliveries = await deps.webhooks.purgeExpired();
@@ -36,4 +38,5 @@ export function registerMaintenance(runner: JobRunner, deps: { db: Db; webhooks:
       ctx.log.info({ deliveries, events, idempotencyKeys, jobs }, 'retention purge');
     }
   });
+  return { schedule: (db, clock) => scheduleMaintenance(db, clock) };
 }

@@ -1,11 +1,11 @@
 import type { Tx } from '../db/driver.js';
 import { jobRepo } from './job-repo.js';
+import type { PayloadOf } from './tasks.js';
 
 export const JOBS_CHANNEL = 'jobs';
 
-export interface EnqueueOptions {
-  task: string;
-  payload?: Record<string, unknown>;
+interface EnqueueCommon<T extends string> {
+  task: T;
   tenantId?: string;
   runAt?: Date;
   /** At most one queued or running job per (task, dedupeKey). */
@@ -13,11 +13,15 @@ export interface EnqueueOptions {
   maxAttempts?: number;
 }
 
+/** The payload is required exactly when the task declares one (src/jobs/tasks.ts). */
+export type EnqueueOptions<T extends string> = EnqueueCommon<T> &
+  (Record<string, never> extends PayloadOf<T> ? { payload?: PayloadOf<T> } : { payload: PayloadOf<T> });
+
 /**
  * Adds a job inside the caller's transaction: the job exists exactly when the state change that
  * needs it commits. Returns the job id, or undefined when a job with the same dedupe key is pending.
  */
-export async function enqueue(tx: Tx, now: Date, options: EnqueueOptions): Promise<number | undefined> {
+export async function enqueue<T extends string>(tx: Tx, now: Date, options: EnqueueOptions<T>): Promise<number | undefined> {
   const id = await jobRepo.insert(
     tx,
     {

@@ -5,13 +5,14 @@ import type { Clock } from '../clock.js';
 import type { Db, Tx } from '../db/driver.js';
 import { jobRepo, type JobRow } from './job-repo.js';
 import { JOBS_CHANNEL } from './queue.js';
+import type { PayloadOf } from './tasks.js';
 import { WorkLoop, type Claimed } from './work-loop.js';
 
-export interface ClaimedJob {
+export interface ClaimedJob<T extends string = string> {
   id: number;
-  task: string;
+  task: T;
   tenantId: string | null;
-  payload: Record<string, unknown>;
+  payload: PayloadOf<T>;
   /** 1 on the first run; counts runs whose lease expired too. */
   attempts: number;
   maxAttempts: number;
@@ -29,7 +30,7 @@ export interface JobContext {
   completeIn(tx: Tx): Promise<void>;
 }
 
-export type TaskHandler = (job: ClaimedJob, ctx: JobContext) => Promise<void>;
+export type TaskHandler<T extends string = string> = (job: ClaimedJob<T>, ctx: JobContext) => Promise<void>;
 
 export class LeaseLostError extends Error {
   constructor(jobId: number) {
@@ -78,8 +79,10 @@ export class JobRunner {
     });
   }
 
-  register(task: string, handler: TaskHandler): this {
-    this.handlers.set(task, handler);
+  /** Runs `task` with `handler`; the payload has the type `enqueue` wrote it with (src/jobs/tasks.ts). */
+  register<T extends string>(task: T, handler: TaskHandler<T>): this {
+    // The one place a stored payload meets its type: jobs rows are written only by enqueue(), typed by the same map.
+    this.handlers.set(task, (job, ctx) => handler(job as unknown as ClaimedJob<T>, ctx));
     return this;
   }
 
