@@ -1,5 +1,5 @@
 import type { Db, Queryable } from '../db/driver.js';
-import type { REVIEW_REASONS } from './service.js';
+import type { REVIEW_REASONS } from './constants.js';
 
 export interface ContactRow {
   id: string;
