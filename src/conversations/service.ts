@@ -103,12 +103,10 @@ export class ConversationService {
     const after = query.cursor ? this.cursors.decode<{ at: string; id: string }>('conversations', binding, query.cursor) : undefined;
     const limit = query.limit ?? 25;
     const { rows, counts, countsCapped } = await conversationRepo.listWithCounts(this.db, filter, { limit: limit + 1, after, countCap: SEARCH_COUNT_CAP });
-    const page = rows.slice(0, limit);
-    const hasMore = rows.length > limit;
-    const last = page[page.length - 1];
+    const { page, hasMore, next } = this.cursors.page('conversations', binding, rows, limit, (last) => ({ at: iso(last.last_message_at), id: last.id }));
     return {
       conversations: page.map(conversationView),
-      ...(hasMore && last ? { nextCursor: this.cursors.encode('conversations', binding, { at: iso(last.last_message_at), id: last.id }) } : {}),
+      ...next,
       hasMore,
       inboxCounts: counts,
       ...(countsCapped ? { inboxCountsCapped: true as const } : {}),

@@ -113,13 +113,8 @@ export class KnowledgeService {
     };
     const limit = query.limit ?? 50;
     const rows = await sourceRepo.inventory(this.db, filter, { limit: limit + 1, after });
-    const page = rows.slice(0, limit);
-    const items = await this.items(tenantId, page);
-    const last = page[page.length - 1];
-    return {
-      items,
-      ...(rows.length > limit && last ? { nextCursor: this.cursors.encode('knowledge-items', binding, { at: last.created_key, id: last.id }) } : {}),
-    };
+    const { page, next } = this.cursors.page('knowledge-items', binding, rows, limit, (last) => ({ at: last.created_key, id: last.id }));
+    return { items: await this.items(tenantId, page), ...next };
   }
 
   private position(value: unknown): { at: string; id: string } {
