@@ -31,7 +31,7 @@ export interface ConversationRow {
   last_inbound_at: Date | null;
   open_review_id: string | null;
   open_handoff_id: string | null;
-  /** Copies of the contact's name and phone (kept by `refreshContactCopy`). */
+  /** Copies of the contact's name and phone (kept by `updateContact`). */
   contact_name: string | null;
   contact_phone: string | null;
   created_at: Date;
@@ -246,17 +246,18 @@ export const conversationRepo = {
        WHERE tenant_id = $1 AND id = $2 RETURNING *`,
       [tenantId, contactId, patch.name !== undefined, patch.name ?? null, patch.handle !== undefined, patch.handle ?? null, patch.consent ?? null, patch.optedOut ?? null, now],
     );
-    return rows[0];
-  },
-
-  /** Rewrites the contact's copies on its conversations (search text, name, phone) after a change. */
-  async refreshContactCopy(db: Queryable, contact: ContactRow): Promise<void> {
-    await db.query('UPDATE conversations SET search_text = $2, contact_name = $3, contact_phone = $4 WHERE contact_id = $1', [
-      contact.id,
-      searchText(contact),
-      contact.name,
-      contact.phone_e164,
-    ]);
+    const contact = rows[0];
+    // The conversations' copies of the contact (search text, name, phone) follow a change of name or handle.
+    if (contact && (patch.name !== undefined || patch.handle !== undefined)) {
+      await db.query('UPDATE conversations SET search_text = $2, contact_name = $3, contact_phone = $4 WHERE contact_id = $1 AND tenant_id = $5', [
+        contact.id,
+        searchText(contact),
+        contact.name,
+        contact.phone_e164,
+        tenantId,
+      ]);
+    }
+    return contact;
   },
 
   async findConversation(db: Queryable, channelId: string, contactId: string): Promise<ConversationRow | undefined> {
