@@ -9,7 +9,9 @@ import type { Static } from 'typebox';
 import type { Actor, Ctx } from '../context.js';
 import { ACTIVITY_CHANNEL } from './actor.js';
 import type { AssignReviewBody, ConversationParams, ListConversationsQuery, OpenReviewBody, ResolveReviewBody } from './schema.js';
-import { conversationRepo, type ConversationRow, type ListFilter } from './repo.js';
+import { conversationRepo, type ConversationRow } from './repo.js';
+import { inboxSearchRepo } from './search-repo.js';
+import type { ListFilter } from './search-sql.js';
 import { conversationView, reviewView } from './views.js';
 import { SEARCH_COUNT_CAP } from './constants.js';
 
@@ -102,7 +104,7 @@ export class ConversationService {
     const binding = { tenantId, contactQuery: query.contactQuery ?? null, channel: filter.channel ?? 'all', owner: owner ?? 'all' };
     const after = query.cursor ? this.cursors.decode<{ at: string; id: string }>('conversations', binding, query.cursor) : undefined;
     const limit = query.limit ?? 25;
-    const { rows, counts, countsCapped } = await conversationRepo.listWithCounts(this.db, filter, { limit: limit + 1, after, countCap: SEARCH_COUNT_CAP });
+    const { rows, counts, countsCapped } = await inboxSearchRepo.listWithCounts(this.db, filter, { limit: limit + 1, after, countCap: SEARCH_COUNT_CAP });
     const { page, hasMore, next } = this.cursors.page('conversations', binding, rows, limit, (last) => ({ at: iso(last.last_message_at), id: last.id }));
     return {
       conversations: page.map(conversationView),
