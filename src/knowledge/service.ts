@@ -11,7 +11,7 @@ import type { BlobStore } from './blob-store.js';
 import { previewOf } from './chunker.js';
 import { TASK_INGEST, blobKey, containsPattern, createdByOf, decodeUpload, requireProperty, resolveScope } from './common.js';
 import { FetchFailure, checkFetchUrl } from './fetch.js';
-import { sourceRepo, type InventoryFilter, type SourceKind, type SourceRow } from './repo.js';
+import { sourceRepo, type InventoryFilter, type InventoryRow, type SourceKind } from './repo.js';
 import { sourceView, websiteView } from './views.js';
 import { websiteRepo, type PageRow } from './website-repo.js';
 import { crawlRepo } from './crawler/crawl-repo.js';
@@ -125,7 +125,7 @@ export class KnowledgeService {
     return { at: p.at, id: p.id };
   }
 
-  private async items(tenantId: string, page: SourceRow[]) {
+  private async items(tenantId: string, page: InventoryRow[]) {
     const websiteRows = page.filter((row) => row.kind === 'website');
     const websites = await websiteRepo.bySourceIds(this.db, tenantId, websiteRows.map((row) => row.id));
     const bySource = new Map(websites.map((w) => [w.source_id, w]));
