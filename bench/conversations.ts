@@ -17,7 +17,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { openDb } from '../src/db/driver.js';
-import { conversationRepo, searchText, type ListFilter } from '../src/conversations/repo.js';
+import { searchText } from '../src/conversations/repo.js';
+import { inboxSearchRepo } from '../src/conversations/search-repo.js';
+import type { ListFilter } from '../src/conversations/search-sql.js';
 import { SEARCH_COUNT_CAP, contactSearch } from '../src/conversations/service.js';
 import type { Timing } from './api.js';
 import { CpuMeter, fmt, log, median, printTable, round, sleep, type DbKind } from './lib.js';
@@ -253,7 +255,7 @@ async function profile(query: Query, tenantId: string): Promise<QueryProfile[]> 
     const filter: ListFilter = { tenantId, ...contactSearch(q.contactQuery) };
     const times: number[] = [];
     for (let i = 0; i < 5; i += 1) {
-      await conversationRepo.listWithCounts(explain, filter, { limit: 26, countCap: SEARCH_COUNT_CAP });
+      await inboxSearchRepo.listWithCounts(explain, filter, { limit: 26, countCap: SEARCH_COUNT_CAP });
       times.push(executionMs());
     }
     out.push({ what: q.what, contactQuery: q.contactQuery, queryMs: round(median(times), 2), plan });

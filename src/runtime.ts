@@ -6,13 +6,14 @@ import type { Config } from './config.js';
 import { openDatabase, type OpenedDatabase } from './db/open.js';
 import { buildApp, type App } from './app.js';
 import { JobRunner } from './jobs/runner.js';
-import { registerMaintenance, scheduleMaintenance } from './jobs/maintenance.js';
+import { registerMaintenance } from './jobs/maintenance.js';
+import type { JobWorker } from './jobs/worker.js';
 import { loadKeyring } from './secrets.js';
 import { createServices, type Services } from './services.js';
 import { WebhookDispatcher } from './webhooks/deliver.js';
 import { registerSendPipeline } from './messaging/pipeline.js';
-import { registerAutomation, scheduleAutomation } from './crm/automation.js';
-import { registerPreCheckin, schedulePreCheckin } from './reservations/schedule.js';
+import { registerAutomation } from './crm/automation.js';
+import { registerPreCheckin } from './reservations/schedule.js';
 import { SandboxProvider } from './messaging/providers/sandbox.js';
 import { WhatsAppCloudProvider } from './messaging/providers/whatsapp.js';
 import type { ChannelProvider } from './messaging/providers/types.js';
@@ -20,7 +21,6 @@ import type { Resolver } from './net/guard.js';
 import { registerKnowledgeJobs } from './knowledge/jobs.js';
 import { GuardedFetcher } from './knowledge/fetch.js';
 import { createCrawlWorker } from './knowledge/crawler/worker.js';
-import { scheduleRecrawls } from './knowledge/crawler/recrawl.js';
 import { RateLimiter, type KeyRateLimit } from './http/rate-limit.js';
 import { noWorkCounters } from './metrics/counters.js';
 import type { Metrics } from './metrics/prometheus.js';
@@ -95,22 +95,25 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const app = await buildApp(services, log, { limiter, metrics });
   await services.apiKeys.start();
   const runner = new JobRunner(db, clock, log.child({ component: 'jobs' }), { pollIntervalMs: config.jobPollIntervalMs });
-  registerMaintenance(runner, { db, webhooks: services.webhooks, events: services.events });
   const provider: ChannelProvider =
     config.channelProvider === 'whatsapp'
       ? new WhatsAppCloudProvider({ ...config.whatsapp, accessToken: config.whatsapp.accessToken!, timeoutMs: config.sendTimeoutMs })
       : new SandboxProvider();
-  registerSendPipeline(runner, { db, provider, counters });
-  registerAutomation(runner, { db, sender: services.followUpSender, intervalMs: config.crmAutomationIntervalMs });
-  registerPreCheckin(runner, { db, reservations: services.reservations });
   const knowledgeFetcher = new GuardedFetcher({
     allowPrivate: config.allowPrivateDestinations,
     timeoutMs: config.knowledgeFetchTimeoutMs,
     maxBytes: config.knowledgeFetchMaxBytes,
     resolver: options.resolver,
   });
-  registerKnowledgeJobs(runner, { db, blobs: services.blobs, fetcher: knowledgeFetcher });
-  const crawlWorker = createCrawlWorker(runner, db, config, options.resolver, counters);
+  // Each domain registers its job handlers and says what to schedule at start and release at close.
+  const workers: JobWorker[] = [
+    registerMaintenance(runner, { db, webhooks: services.webhooks, events: services.events }),
+    registerSendPipeline(runner, { db, provider, counters }),
+    registerAutomation(runner, { db, sender: services.followUpSender, intervalMs: config.crmAutomationIntervalMs }),
+    registerPreCheckin(runner, { db, reservations: services.reservations }),
+    registerKnowledgeJobs(runner, { db, blobs: services.blobs, fetcher: knowledgeFetcher }),
+    createCrawlWorker(runner, db, config, options.resolver, counters),
+  ];
   const dispatcher = new WebhookDispatcher(db, clock, log.child({ component: 'webhooks' }), {
     retryDelaysMs: config.webhookRetryDelaysMs,
     attemptTimeoutMs: config.webhookAttemptTimeoutMs,
@@ -133,10 +136,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     metricsPort: metricsServer?.port,
     async startWorkers() {
       workersStarted = true;
-      await scheduleMaintenance(db, clock);
-      await scheduleAutomation(db, clock);
-      await schedulePreCheckin(db, clock);
-      await scheduleRecrawls(db, clock);
+      for (const worker of workers) await worker.schedule?.(db, clock);
       await runner.start();
       await dispatcher.start();
     },
@@ -146,8 +146,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       await limiter.close();
       services.apiKeys.stop();
       if (workersStarted) await Promise.all([runner.stop(graceMs), dispatcher.stop(graceMs)]);
-      await knowledgeFetcher.close();
-      await crawlWorker.close();
+      for (const worker of workers) await worker.close?.();
       await services.blobs.close?.();
       await db.close();
     },

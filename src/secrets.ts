@@ -1,5 +1,6 @@
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import type { Db } from './db/driver.js';
+import { appSecretRepo } from './secrets-repo.js';
 
 /** Keys derived from SECRET_KEY (or from the generated key kept in the database). */
 export interface Keyring {
@@ -22,12 +23,7 @@ function derive(master: Buffer, purpose: string): Buffer {
 export async function loadKeyring(db: Db, configured: Buffer | undefined): Promise<Keyring> {
   let master = configured;
   if (!master) {
-    await db.query('INSERT INTO app_secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [
-      'master_key',
-      randomBytes(32).toString('base64'),
-    ]);
-    const rows = await db.query<{ value: string }>('SELECT value FROM app_secrets WHERE name = $1', ['master_key']);
-    master = Buffer.from(rows[0].value, 'base64');
+    master = Buffer.from(await appSecretRepo.getOrCreate(db, 'master_key', randomBytes(32).toString('base64')), 'base64');
   }
   return { signingKey: derive(master, 'signing'), encryptionKey: derive(master, 'encryption'), fromConfig: configured !== undefined };
 }

@@ -25,10 +25,24 @@ export function isScope(value: string): value is Scope {
   return (ALL_SCOPES as readonly string[]).includes(value);
 }
 
-/** A `:write` scope implies the matching `:read` scope. */
+/** The `:write` scope that implies a `:read` scope; undefined for any other scope. */
+function impliedBy(required: string): string | undefined {
+  return required.endsWith(':read') ? `${required.slice(0, -':read'.length)}:write` : undefined;
+}
+
+/**
+ * The scopes any one of which grants `required`: itself and, for a `:read` scope, the matching `:write` scope
+ * (a write scope implies its read scope). SQL receives them as parameters (webhook_emit, migration 0012).
+ */
+export function grantingScopes(required: string): [string] | [string, string] {
+  const write = impliedBy(required);
+  return write === undefined ? [required] : [required, write];
+}
+
 export function hasScope(granted: readonly string[], required: string): boolean {
   if (granted.includes(required)) return true;
-  return required.endsWith(':read') && granted.includes(`${required.slice(0, -':read'.length)}:write`);
+  const write = impliedBy(required);
+  return write !== undefined && granted.includes(write);
 }
 
 export function missingScopes(granted: readonly string[], required: readonly string[]): string[] {

@@ -29,10 +29,9 @@ export const InboundMessageBody = Type.Object(
  * The realtime activity stream stays a plain route, outside the admin catalogue: it is a long-lived
  * server-sent-events response written to the raw socket, with no JSON body for a response schema to describe.
  */
-export function conversationAdminRoutes(services: Services) {
+export function conversationAdminRoutes({ tenants, db }: Pick<Services, 'tenants' | 'db'>) {
   return async (instance: FastifyInstance): Promise<void> => {
     const app = instance.withTypeProvider<TypeBoxTypeProvider>();
-    const { tenants, db } = services;
 
     app.get('/tenants/:tenantId/conversations/stream', {
       schema: { hide: true, params: Type.Object({ tenantId: Id }, Strict) },

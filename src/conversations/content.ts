@@ -39,14 +39,8 @@ export class ConversationContentService {
     const binding = { tenantId, conversationId, direction: direction ?? 'all' };
     const before = cursor ? this.cursors.decode<{ at: string; id: string }>('messages', binding, cursor) : undefined;
     const rows = await messageRepo.page(this.db, { tenantId, conversationId, direction }, { limit: limit + 1, before });
-    const page = rows.slice(0, limit);
-    const hasMore = rows.length > limit;
-    const last = page[page.length - 1];
-    return {
-      messages: page.map((row) => messageView(row, conversation.channel_kind)),
-      ...(hasMore && last ? { nextCursor: this.cursors.encode('messages', binding, { at: iso(last.created_at), id: last.id }) } : {}),
-      hasMore,
-    };
+    const { page, hasMore, next } = this.cursors.page('messages', binding, rows, limit, (last) => ({ at: iso(last.created_at), id: last.id }));
+    return { messages: page.map((row) => messageView(row, conversation.channel_kind)), ...next, hasMore };
   }
 
   async getMessage({ tenantId }: Ctx, { conversationId, messageId }: Static<typeof MessageParams>) {

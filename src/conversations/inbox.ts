@@ -42,7 +42,6 @@ export async function ensureContact(tx: Tx, tenantId: string, input: ContactInpu
   const addHandle = input.handle !== undefined && contact.handle === null;
   if (rename || addHandle) {
     contact = (await conversationRepo.updateContact(tx, tenantId, contact.id, { ...(rename ? { name: input.name } : {}), ...(addHandle ? { handle: input.handle } : {}) }, now))!;
-    await conversationRepo.refreshContactCopy(tx, contact);
   }
   return contact;
 }
@@ -107,7 +106,6 @@ export class InboxService {
     return this.db.transaction(async (tx) => {
       const contact = await conversationRepo.updateContact(tx, tenantId, contactId, patch, this.clock.now());
       if (!contact) throw notFound('contact');
-      if (patch.name !== undefined) await conversationRepo.refreshContactCopy(tx, contact);
       return contactView(contact);
     });
   }

@@ -1,5 +1,5 @@
-import type { Db, Queryable } from '../db/driver.js';
-import type { REVIEW_REASONS } from './service.js';
+import type { Queryable } from '../db/driver.js';
+import type { REVIEW_REASONS } from './constants.js';
 
 export interface ContactRow {
   id: string;
@@ -31,7 +31,7 @@ export interface ConversationRow {
   last_inbound_at: Date | null;
   open_review_id: string | null;
   open_handoff_id: string | null;
-  /** Copies of the contact's name and phone (kept by `refreshContactCopy`). */
+  /** Copies of the contact's name and phone (kept by `updateContact`). */
   contact_name: string | null;
   contact_phone: string | null;
   created_at: Date;
@@ -85,130 +85,6 @@ export function searchText(contact: Pick<ContactRow, 'name' | 'phone_e164' | 'ha
   return [contact.name?.toLowerCase(), contact.phone_e164?.replace(/\D/g, ''), contact.handle?.toLowerCase()].filter(Boolean).join(' ');
 }
 
-export interface ListFilter {
-  tenantId: string;
-  channel?: string;
-  ownerOperatorId?: string;
-  /** LIKE patterns (already escaped) any of which must match search_text. */
-  patterns: string[];
-  /** "+" and digits: the contact's E.164 phone must start with it. */
-  phonePrefix?: string;
-}
-
-function filterSql(filter: ListFilter, params: unknown[]): string {
-  params.push(filter.tenantId);
-  const where = [`c.tenant_id = $${params.length}`];
-  if (filter.channel) {
-    params.push(filter.channel);
-    where.push(`c.channel_kind = $${params.length}`);
-  }
-  if (filter.ownerOperatorId) {
-    params.push(filter.ownerOperatorId);
-    where.push(`c.owner_operator_id = $${params.length}`);
-  }
-  if (filter.patterns.length > 0) {
-    const ors = filter.patterns.map((pattern) => {
-      params.push(pattern);
-      return `c.search_text LIKE $${params.length}`;
-    });
-    where.push(`(${ors.join(' OR ')})`);
-  }
-  if (filter.phonePrefix) {
-    params.push(`${filter.phonePrefix}%`);
-    where.push(`c.contact_phone LIKE $${params.length}`);
-  }
-  return where.join(' AND ');
-}
-
-/** The columns a list item shows. */
-export type InboxRow = Pick<
-  ConversationRow,
-  | 'id'
-  | 'channel_kind'
-  | 'channel_id'
-  | 'contact_id'
-  | 'contact_name'
-  | 'contact_phone'
-  | 'owner_operator_id'
-  | 'unread_count'
-  | 'needs_reply'
-  | 'last_message_at'
-  | 'last_message_preview'
-  | 'open_review_id'
-  | 'open_handoff_id'
-  | 'created_at'
->;
-
-const INBOX_COLUMNS = `c.id, c.channel_kind, c.channel_id, c.contact_id, c.contact_name, c.contact_phone, c.owner_operator_id, c.unread_count,
-  c.needs_reply, c.last_message_at, c.last_message_preview, c.open_review_id, c.open_handoff_id, c.created_at`;
-
-export interface InboxPage {
-  rows: InboxRow[];
-  counts: InboxCounts;
-  /**
-   * A contact search matched more than the count cap: the counts describe the cap's worth of most recently
-   * active matches (`total` is the cap; `unread` and `needsReply` are lower bounds).
-   */
-  countsCapped: boolean;
-}
-
-/** The inbox counts of an unsearched filter: a sum over the tenant's few counter rows. */
-function counterCountsSql(filter: ListFilter, params: unknown[]): string {
-  params.push(filter.tenantId);
-  const where = [`tenant_id = $${params.length}`];
-  if (filter.channel) {
-    params.push(filter.channel);
-    where.push(`channel_kind = $${params.length}`);
-  }
-  if (filter.ownerOperatorId) {
-    params.push(filter.ownerOperatorId);
-    where.push(`owner_key = $${params.length}`);
-  }
-  return `SELECT coalesce(sum(total), 0)::int AS inbox_total, coalesce(sum(unread), 0)::int AS inbox_unread,
-            coalesce(sum(needs_reply), 0)::int AS inbox_needs_reply, false AS inbox_capped
-          FROM inbox_counters WHERE ${where.join(' AND ')}`;
-}
-
-/** The most recently active matches of a contact search, numbered, at most `cap` + 1 (to know whether there are more). */
-function searchScanSql(filter: ListFilter, columns: string, capParam: string, params: unknown[]): string {
-  return `SELECT row_number() OVER (ORDER BY c.last_message_at DESC, c.id DESC) AS n, ${columns}
-          FROM conversations c WHERE ${filterSql(filter, params)}
-          ORDER BY c.last_message_at DESC, c.id DESC LIMIT ${capParam}::int + 1`;
-}
-
-/**
- * The inbox counts of a contact search, over at most `cap` matches (the most recently active): the work is
- * bounded by the cap, not by how many conversations a short fragment matches.
- */
-function searchCountsSql(filter: ListFilter, cap: number, params: unknown[]): string {
-  params.push(cap);
-  const capParam = `$${params.length}`;
-  return `SELECT count(*) FILTER (WHERE m.n <= ${capParam})::int AS inbox_total,
-            count(*) FILTER (WHERE m.n <= ${capParam} AND m.unread_count > 0)::int AS inbox_unread,
-            count(*) FILTER (WHERE m.n <= ${capParam} AND m.needs_reply)::int AS inbox_needs_reply,
-            count(*) > ${capParam} AS inbox_capped
-          FROM (${searchScanSql(filter, 'c.unread_count, c.needs_reply', capParam, params)}) m`;
-}
-
-/**
- * A search's first page and its counts from one scan: the page is the first `limit` of the counted matches.
- * The counts ride on the first row only (the others carry NULLs, which cost nothing to send or parse).
- */
-function firstSearchPageSql(filter: ListFilter, cap: number, limit: number, params: unknown[]): string {
-  params.push(cap);
-  const capParam = `$${params.length}`;
-  const scan = searchScanSql(filter, INBOX_COLUMNS, capParam, params);
-  params.push(limit);
-  const onFirstRow = (value: string) => `CASE WHEN m.n = 1 THEN ${value} END`;
-  return `SELECT ${INBOX_COLUMNS.replace(/\bc\./g, 'm.')},
-            ${onFirstRow(`(count(*) FILTER (WHERE m.n <= ${capParam}) OVER ())::int`)} AS inbox_total,
-            ${onFirstRow(`(count(*) FILTER (WHERE m.n <= ${capParam} AND m.unread_count > 0) OVER ())::int`)} AS inbox_unread,
-            ${onFirstRow(`(count(*) FILTER (WHERE m.n <= ${capParam} AND m.needs_reply) OVER ())::int`)} AS inbox_needs_reply,
-            ${onFirstRow(`count(*) OVER () > ${capParam}`)} AS inbox_capped
-          FROM (${scan}) m
-          ORDER BY m.n LIMIT $${params.length}`;
-}
-
 export const conversationRepo = {
   async findContactByPhone(db: Queryable, tenantId: string, phone: string): Promise<ContactRow | undefined> {
     return (await db.query<ContactRow>('SELECT * FROM contacts WHERE tenant_id = $1 AND phone_e164 = $2', [tenantId, phone]))[0];
@@ -246,17 +122,18 @@ export const conversationRepo = {
        WHERE tenant_id = $1 AND id = $2 RETURNING *`,
       [tenantId, contactId, patch.name !== undefined, patch.name ?? null, patch.handle !== undefined, patch.handle ?? null, patch.consent ?? null, patch.optedOut ?? null, now],
     );
-    return rows[0];
-  },
-
-  /** Rewrites the contact's copies on its conversations (search text, name, phone) after a change. */
-  async refreshContactCopy(db: Queryable, contact: ContactRow): Promise<void> {
-    await db.query('UPDATE conversations SET search_text = $2, contact_name = $3, contact_phone = $4 WHERE contact_id = $1', [
-      contact.id,
-      searchText(contact),
-      contact.name,
-      contact.phone_e164,
-    ]);
+    const contact = rows[0];
+    // The conversations' copies of the contact (search text, name, phone) follow a change of name or handle.
+    if (contact && (patch.name !== undefined || patch.handle !== undefined)) {
+      await db.query('UPDATE conversations SET search_text = $2, contact_name = $3, contact_phone = $4 WHERE contact_id = $1 AND tenant_id = $5', [
+        contact.id,
+        searchText(contact),
+        contact.name,
+        contact.phone_e164,
+        tenantId,
+      ]);
+    }
+    return contact;
   },
 
   async findConversation(db: Queryable, channelId: string, contactId: string): Promise<ConversationRow | undefined> {
@@ -342,51 +219,6 @@ export const conversationRepo = {
        WHERE id = $1`,
       [conversationId, cases.reviewId !== undefined, cases.reviewId ?? null, cases.handoffId !== undefined, cases.handoffId ?? null, now],
     );
-  },
-
-  /**
-   * One page, newest activity first, keyset after `after`, and the inbox counts of the whole filter (not just
-   * the page), in one statement. Without a contact search the counts come from the maintained counters
-   * (migration 0011); with one they count the matching conversations, at most `countCap` of them (see
-   * `InboxPage.countsCapped`): on a search's first page the page is the start of that same scan.
-   */
-  async listWithCounts(
-    db: Pick<Db, 'query' | 'queryCachedPlan'>,
-    filter: ListFilter,
-    page: { limit: number; after?: { at: string; id: string }; countCap: number },
-  ): Promise<InboxPage> {
-    // A search's first page is cut from the counted scan, so the scan must reach past a full page.
-    if (page.limit > page.countCap + 1) throw new Error(`count cap ${page.countCap} is smaller than a page of ${page.limit - 1}`);
-    const params: unknown[] = [];
-    const searching = filter.patterns.length > 0 || filter.phonePrefix !== undefined;
-    let sql: string;
-    if (searching && !page.after) {
-      sql = firstSearchPageSql(filter, page.countCap, page.limit, params);
-    } else {
-      const counts = searching ? searchCountsSql(filter, page.countCap, params) : counterCountsSql(filter, params);
-      let pageWhere = filterSql(filter, params);
-      if (page.after) {
-        params.push(page.after.at, page.after.id);
-        pageWhere += ` AND (c.last_message_at, c.id) < ($${params.length - 1}::timestamptz, $${params.length})`;
-      }
-      params.push(page.limit);
-      sql = `SELECT k.*, p.* FROM (${counts}) k LEFT JOIN LATERAL (
-               SELECT ${INBOX_COLUMNS} FROM conversations c
-               WHERE ${pageWhere} ORDER BY c.last_message_at DESC, c.id DESC LIMIT $${params.length}
-             ) p ON true
-             ORDER BY p.last_message_at DESC, p.id DESC`;
-    }
-    type Row = Partial<InboxRow> & { inbox_total: number; inbox_unread: number; inbox_needs_reply: number; inbox_capped: boolean };
-    // Unsearched, the best plan is the same for every tenant and filter value (the inbox indexes): a cached
-    // generic plan. A search's best plan depends on its pattern (a rare name reads the trigram index, a common
-    // fragment walks the newest conversations), so it is planned for its values on every call.
-    const rows = searching ? await db.query<Row>(sql, params) : await db.queryCachedPlan<Row>(sql, params);
-    const first = rows[0];
-    return {
-      rows: rows.filter((row): row is typeof row & InboxRow => row.id !== null && row.id !== undefined),
-      counts: { total: first?.inbox_total ?? 0, unread: first?.inbox_unread ?? 0, needsReply: first?.inbox_needs_reply ?? 0 },
-      countsCapped: first?.inbox_capped ?? false,
-    };
   },
 
   async insertReview(

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { DateTime, Ref, Strict, StringEnum } from '../http/schemas.js';
-import { CHANNEL_FILTERS, REVIEW_REASONS, SEARCH_COUNT_CAP } from './service.js';
+import { CHANNEL_FILTERS, REVIEW_REASONS, SEARCH_COUNT_CAP } from './constants.js';
 
 const OperatorRef = Type.String({ minLength: 1, maxLength: 120 });
 

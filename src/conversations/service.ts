@@ -9,18 +9,14 @@ import type { Static } from 'typebox';
 import type { Actor, Ctx } from '../context.js';
 import { ACTIVITY_CHANNEL } from './actor.js';
 import type { AssignReviewBody, ConversationParams, ListConversationsQuery, OpenReviewBody, ResolveReviewBody } from './schema.js';
-import { conversationRepo, type ConversationRow, type ListFilter } from './repo.js';
+import { conversationRepo, type ConversationRow } from './repo.js';
+import { inboxSearchRepo } from './search-repo.js';
+import type { ListFilter } from './search-sql.js';
 import { conversationView, reviewView } from './views.js';
+import { SEARCH_COUNT_CAP } from './constants.js';
 
-export const REVIEW_REASONS = ['ai_response_issue', 'knowledge_gap', 'policy_compliance', 'guest_experience', 'booking_payment', 'other'] as const;
-export const CHANNEL_FILTERS = ['all', 'whatsapp', 'instagram', 'messenger', 'webchat'] as const;
-/**
- * A contact search counts at most this many matches (the most recently active); past it the response says
- * `inboxCountsCapped: true`. Counting every match of a short fragment costs time in proportion to the tenant's
- * inbox; this keeps a search's cost bounded whatever the inbox size (docs/decisions.md). At least the largest
- * page (100): a search's first page is cut from the counted matches.
- */
-export const SEARCH_COUNT_CAP = 100;
+export { CHANNEL_FILTERS, REVIEW_REASONS, SEARCH_COUNT_CAP } from './constants.js';
+
 
 type ListQuery = Static<typeof ListConversationsQuery>;
 type ConversationRef = Static<typeof ConversationParams>;
@@ -108,13 +104,11 @@ export class ConversationService {
     const binding = { tenantId, contactQuery: query.contactQuery ?? null, channel: filter.channel ?? 'all', owner: owner ?? 'all' };
     const after = query.cursor ? this.cursors.decode<{ at: string; id: string }>('conversations', binding, query.cursor) : undefined;
     const limit = query.limit ?? 25;
-    const { rows, counts, countsCapped } = await conversationRepo.listWithCounts(this.db, filter, { limit: limit + 1, after, countCap: SEARCH_COUNT_CAP });
-    const page = rows.slice(0, limit);
-    const hasMore = rows.length > limit;
-    const last = page[page.length - 1];
+    const { rows, counts, countsCapped } = await inboxSearchRepo.listWithCounts(this.db, filter, { limit: limit + 1, after, countCap: SEARCH_COUNT_CAP });
+    const { page, hasMore, next } = this.cursors.page('conversations', binding, rows, limit, (last) => ({ at: iso(last.last_message_at), id: last.id }));
     return {
       conversations: page.map(conversationView),
-      ...(hasMore && last ? { nextCursor: this.cursors.encode('conversations', binding, { at: iso(last.last_message_at), id: last.id }) } : {}),
+      ...next,
       hasMore,
       inboxCounts: counts,
       ...(countsCapped ? { inboxCountsCapped: true as const } : {}),

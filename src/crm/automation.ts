@@ -9,8 +9,10 @@ import { inQuietHours } from './quiet-hours.js';
 import { crmRepo, type FollowUpRow } from './repo.js';
 import type { FollowUpSender } from './send.js';
 import { generatedDraft } from './views.js';
+import type { TaskName } from '../jobs/tasks.js';
+import type { JobWorker } from '../jobs/worker.js';
 
-export const AUTOMATION_TASK = 'crm.automation';
+export const AUTOMATION_TASK = 'crm.automation' satisfies TaskName;
 const BATCH = 100;
 
 export async function scheduleAutomation(db: Db, clock: Clock, runAt?: Date): Promise<void> {
@@ -22,7 +24,7 @@ export async function scheduleAutomation(db: Db, clock: Clock, runAt?: Date): Pr
  * expiry for everyone; for tenants in `draft` mode, drafts for due follow-ups; in `auto` mode, sends of
  * due follow-ups outside quiet hours to contacts with consent, through the same claim as a manual send.
  */
-export function registerAutomation(runner: JobRunner, deps: { db: Db; sender: FollowUpSender; intervalMs: number }): void {
+export function registerAutomation(runner: JobRunner, deps: { db: Db; sender: FollowUpSender; intervalMs: number }): JobWorker {
   const { db, sender, intervalMs } = deps;
   runner.register(AUTOMATION_TASK, async (job, ctx) => {
     const now = ctx.clock.now();
@@ -51,6 +53,7 @@ export function registerAutomation(runner: JobRunner, deps: { db: Db; sender: Fo
     });
     if (expired + drafted + sent > 0) ctx.log.info({ expired, drafted, sent, jobId: job.id }, 'follow-up automation');
   });
+  return { schedule: (db, clock) => scheduleAutomation(db, clock) };
 }
 
 async function runTenant(db: Db, sender: FollowUpSender, tenantId: string, now: Date, log: JobContext['log']): Promise<{ drafted: number; sent: number }> {

@@ -118,14 +118,8 @@ export class CrmService {
     const after = query.cursor ? this.cursors.decode<{ at: string; id: string }>('follow-ups', binding, query.cursor) : undefined;
     const limit = query.limit ?? 50;
     const rows = await crmRepo.listFollowUps(this.db, tenantId, filter, { limit: limit + 1, after });
-    const page = rows.slice(0, limit);
-    const hasMore = rows.length > limit;
-    const last = page[page.length - 1];
-    return {
-      followUps: page.map(followUpView),
-      ...(hasMore && last ? { nextCursor: this.cursors.encode('follow-ups', binding, { at: iso(last.created_at), id: last.id }) } : {}),
-      hasMore,
-    };
+    const { page, hasMore, next } = this.cursors.page('follow-ups', binding, rows, limit, (last) => ({ at: iso(last.created_at), id: last.id }));
+    return { followUps: page.map(followUpView), ...next, hasMore };
   }
 
   /** Only supplied fields change; an open follow-up only. Never touches the automation settings. */

@@ -31,8 +31,7 @@ export interface Db extends Queryable {
   /**
    * A hot statement whose best plan does not depend on its parameter values (the webhook claim, the unsearched
    * inbox list): on PostgreSQL it runs with a generic plan kept per connection, skipping the planning every
-   * other statement pays per call (about 1 ms for the claim, five times its execution on an idle queue; two
-   * thirds of the inbox list's database time).
+   * other statement pays per call (for these, more than their execution: docs/decisions.md, "Measured costs").
    */
   queryCachedPlan<T = Record<string, unknown>>(sql: string, params: readonly unknown[]): Promise<T[]>;
   /** Connections of the main pool (PostgreSQL); undefined on PGlite, which has a single connection. */

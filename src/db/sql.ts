@@ -1,7 +1,7 @@
 /**
  * A timestamptz as the API prints it (what `iso()` makes of a Date: UTC, milliseconds, Z), formatted by the
- * database. Cheaper for Node than a Date per column, but to_char costs the database about a microsecond a call:
- * hot list routes prefer `epochMs`.
+ * database. Cheaper for Node than a Date per column, but to_char costs the database per call (docs/decisions.md,
+ * "Measured costs"): hot list routes prefer `epochMs`.
  */
 export function isoText(column: string): string {
   return `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;

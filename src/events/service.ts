@@ -5,7 +5,7 @@ import type { Clock } from '../clock.js';
 import { actingKey, type Ctx } from '../context.js';
 import type { Db } from '../db/driver.js';
 import { DomainError, invalid, notFound } from '../errors.js';
-import type { Cursors } from '../http/cursor.js';
+import { keysetSlice, type Cursors } from '../http/cursor.js';
 import { SCHEMA_VERSION } from '../webhooks/events.js';
 import { eventRepo, type FeedPosition } from './repo.js';
 import type { EventEnvelope, EventListQuery, EventParams } from './schema.js';
@@ -80,8 +80,7 @@ export class EventService {
       after = position;
     }
     const page = await eventRepo.page(this.deps.db, ctx.tenantId, { after, types, since: this.since(), limit: limit + 1 });
-    const rows = page.rows.slice(0, limit);
-    const hasMore = page.rows.length > limit;
+    const { page: rows, hasMore } = keysetSlice(page.rows, limit);
     const last = rows[rows.length - 1];
     let next = last ? { x: last.tx_id, s: last.seq } : after;
     // Every event before the horizon is final and this page holds all of them after the cursor.

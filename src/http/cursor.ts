@@ -50,4 +50,24 @@ export class Cursors {
     }
     return decoded.p as T;
   }
+
+  /**
+   * The page of a keyset query that read `limit + 1` rows: the first `limit`, whether more follow, and then
+   * `{ nextCursor }` (the position of the page's last row), to be spread into the response.
+   */
+  page<R>(list: string, filters: unknown, rows: R[], limit: number, position: (last: R) => unknown): KeysetPage<R> & { next: { nextCursor?: string } } {
+    const { page, hasMore } = keysetSlice(rows, limit);
+    const last = page[page.length - 1];
+    return { page, hasMore, next: hasMore && last !== undefined ? { nextCursor: this.encode(list, filters, position(last)) } : {} };
+  }
+}
+
+export interface KeysetPage<R> {
+  page: R[];
+  hasMore: boolean;
+}
+
+/** The first `limit` of `limit + 1` rows read, and whether the extra row says more follow. */
+export function keysetSlice<R>(rows: R[], limit: number): KeysetPage<R> {
+  return { page: rows.slice(0, limit), hasMore: rows.length > limit };
 }

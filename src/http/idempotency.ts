@@ -3,6 +3,7 @@ import type { Clock } from '../clock.js';
 import type { Db, Tx } from '../db/driver.js';
 import { DomainError } from '../errors.js';
 import { stableStringify } from '../util/stable-json.js';
+import { idempotencyRepo } from './idempotency-repo.js';
 
 const RETENTION_MS = 24 * 60 * 60 * 1000;
 /** An in-progress claim older than this is taken to belong to a crashed request and may be taken over. */
@@ -23,15 +24,6 @@ export interface StoredResponse<B> {
   replayed: boolean;
 }
 
-interface KeyRow {
-  request_hash: string;
-  state: 'in_progress' | 'completed';
-  response_status: number | null;
-  response_body: unknown;
-  locked_at: Date;
-  expires_at: Date;
-}
-
 export function requestHash(request: unknown): string {
   return createHash('sha256').update(stableStringify(request)).digest('hex');
 }
@@ -50,20 +42,12 @@ export async function runIdempotent<B>(
   execute: (tx: Tx) => Promise<{ status: number; body: B }>,
 ): Promise<StoredResponse<B>> {
   const hash = requestHash(req.request);
-  const keyParams = [req.tenantId, req.operation, req.key];
+  const ref = { tenantId: req.tenantId, operation: req.operation, key: req.key };
 
   const replay = await db.transaction(async (tx) => {
     const now = clock.now();
-    const inserted = await tx.query(
-      `INSERT INTO idempotency_keys (tenant_id, operation, key, request_hash, state, locked_at, created_at, expires_at)
-       VALUES ($1, $2, $3, $4, 'in_progress', $5, $5, $6) ON CONFLICT DO NOTHING RETURNING key`,
-      [...keyParams, hash, now, new Date(now.getTime() + RETENTION_MS)],
-    );
-    if (inserted.length > 0) return undefined;
-    const [row] = await tx.query<KeyRow>(
-      'SELECT * FROM idempotency_keys WHERE tenant_id = $1 AND operation = $2 AND key = $3 FOR UPDATE',
-      keyParams,
-    );
+    if (await idempotencyRepo.claim(tx, ref, hash, now, new Date(now.getTime() + RETENTION_MS))) return undefined;
+    const row = await idempotencyRepo.lock(tx, ref);
     const expired = row.expires_at.getTime() <= now.getTime();
     const stale = row.state === 'in_progress' && row.locked_at.getTime() <= now.getTime() - STALE_LOCK_MS;
     if (!expired) {
@@ -79,12 +63,7 @@ export async function runIdempotent<B>(
         });
       }
     }
-    await tx.query(
-      `UPDATE idempotency_keys SET request_hash = $4, state = 'in_progress', response_status = NULL, response_body = NULL,
-         locked_at = $5, created_at = CASE WHEN $7 THEN $5 ELSE created_at END, expires_at = CASE WHEN $7 THEN $6 ELSE expires_at END
-       WHERE tenant_id = $1 AND operation = $2 AND key = $3`,
-      [...keyParams, hash, now, new Date(now.getTime() + RETENTION_MS), expired],
-    );
+    await idempotencyRepo.takeOver(tx, ref, hash, now, new Date(now.getTime() + RETENTION_MS), expired);
     return undefined;
   });
   if (replay) return replay;
@@ -92,23 +71,16 @@ export async function runIdempotent<B>(
   try {
     return await db.transaction(async (tx) => {
       const result = await execute(tx);
-      await tx.query(
-        `UPDATE idempotency_keys SET state = 'completed', response_status = $4, response_body = $5
-         WHERE tenant_id = $1 AND operation = $2 AND key = $3`,
-        [...keyParams, result.status, JSON.stringify(result.body)],
-      );
+      await idempotencyRepo.complete(tx, ref, result.status, JSON.stringify(result.body));
       return { ...result, replayed: false };
     });
   } catch (error) {
-    await db
-      .query(`DELETE FROM idempotency_keys WHERE tenant_id = $1 AND operation = $2 AND key = $3 AND state = 'in_progress'`, keyParams)
-      .catch(() => undefined);
+    await idempotencyRepo.release(db, ref).catch(() => undefined);
     throw error;
   }
 }
 
 /** Deletes stored responses past their 24 hours (run by the retention job). */
 export async function purgeExpiredIdempotencyKeys(db: Db, now: Date): Promise<number> {
-  const rows = await db.query('DELETE FROM idempotency_keys WHERE expires_at < $1 RETURNING key', [now]);
-  return rows.length;
+  return idempotencyRepo.purgeExpired(db, now);
 }

@@ -1,10 +1,11 @@
 import type { Tx } from '../db/driver.js';
+import { jobRepo } from './job-repo.js';
+import type { PayloadOf } from './tasks.js';
 
 export const JOBS_CHANNEL = 'jobs';
 
-export interface EnqueueOptions {
-  task: string;
-  payload?: Record<string, unknown>;
+interface EnqueueCommon<T extends string> {
+  task: T;
   tenantId?: string;
   runAt?: Date;
   /** At most one queued or running job per (task, dedupeKey). */
@@ -12,26 +13,27 @@ export interface EnqueueOptions {
   maxAttempts?: number;
 }
 
+/** The payload is required exactly when the task declares one (src/jobs/tasks.ts). */
+export type EnqueueOptions<T extends string> = EnqueueCommon<T> &
+  (Record<string, never> extends PayloadOf<T> ? { payload?: PayloadOf<T> } : { payload: PayloadOf<T> });
+
 /**
  * Adds a job inside the caller's transaction: the job exists exactly when the state change that
  * needs it commits. Returns the job id, or undefined when a job with the same dedupe key is pending.
  */
-export async function enqueue(tx: Tx, now: Date, options: EnqueueOptions): Promise<number | undefined> {
-  const rows = await tx.query<{ id: number }>(
-    `INSERT INTO jobs (task, tenant_id, payload, dedupe_key, run_at, max_attempts, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
-     ON CONFLICT (task, dedupe_key) WHERE dedupe_key IS NOT NULL AND state IN ('queued', 'running') DO NOTHING
-     RETURNING id`,
-    [
-      options.task,
-      options.tenantId ?? null,
-      JSON.stringify(options.payload ?? {}),
-      options.dedupeKey ?? null,
-      options.runAt ?? now,
-      options.maxAttempts ?? 10,
-      now,
-    ],
+export async function enqueue<T extends string>(tx: Tx, now: Date, options: EnqueueOptions<T>): Promise<number | undefined> {
+  const id = await jobRepo.insert(
+    tx,
+    {
+      task: options.task,
+      tenantId: options.tenantId ?? null,
+      payload: JSON.stringify(options.payload ?? {}),
+      dedupeKey: options.dedupeKey ?? null,
+      runAt: options.runAt ?? now,
+      maxAttempts: options.maxAttempts ?? 10,
+    },
+    now,
   );
-  if (rows.length > 0) tx.notify(JOBS_CHANNEL);
-  return rows[0]?.id;
+  if (id !== undefined) tx.notify(JOBS_CHANNEL);
+  return id;
 }

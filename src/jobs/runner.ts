@@ -3,14 +3,16 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { Db, Tx } from '../db/driver.js';
+import { jobRepo, type JobRow } from './job-repo.js';
 import { JOBS_CHANNEL } from './queue.js';
+import type { PayloadOf } from './tasks.js';
 import { WorkLoop, type Claimed } from './work-loop.js';
 
-export interface ClaimedJob {
+export interface ClaimedJob<T extends string = string> {
   id: number;
-  task: string;
+  task: T;
   tenantId: string | null;
-  payload: Record<string, unknown>;
+  payload: PayloadOf<T>;
   /** 1 on the first run; counts runs whose lease expired too. */
   attempts: number;
   maxAttempts: number;
@@ -28,7 +30,7 @@ export interface JobContext {
   completeIn(tx: Tx): Promise<void>;
 }
 
-export type TaskHandler = (job: ClaimedJob, ctx: JobContext) => Promise<void>;
+export type TaskHandler<T extends string = string> = (job: ClaimedJob<T>, ctx: JobContext) => Promise<void>;
 
 export class LeaseLostError extends Error {
   constructor(jobId: number) {
@@ -41,15 +43,6 @@ export interface RunnerOptions {
   concurrency?: number;
   leaseMs?: number;
   workerId?: string;
-}
-
-interface JobRow {
-  id: number;
-  task: string;
-  tenant_id: string | null;
-  payload: Record<string, unknown>;
-  attempts: number;
-  max_attempts: number;
 }
 
 /** Retry delay after the n-th failed attempt: exponential from 1 s, capped at 1 h, with ±20% jitter. */
@@ -86,8 +79,10 @@ export class JobRunner {
     });
   }
 
-  register(task: string, handler: TaskHandler): this {
-    this.handlers.set(task, handler);
+  /** Runs `task` with `handler`; the payload has the type `enqueue` wrote it with (src/jobs/tasks.ts). */
+  register<T extends string>(task: T, handler: TaskHandler<T>): this {
+    // The one place a stored payload meets its type: jobs rows are written only by enqueue(), typed by the same map.
+    this.handlers.set(task, (job, ctx) => handler(job as unknown as ClaimedJob<T>, ctx));
     return this;
   }
 
@@ -107,9 +102,8 @@ export class JobRunner {
     if (left > 0) {
       const ids = [...this.running.keys()];
       for (const controller of this.running.values()) controller.abort();
-      await this.db
-        .query(`UPDATE jobs SET state = 'queued', locked_by = NULL, locked_until = NULL, run_at = $3, updated_at = $3
-                WHERE id = ANY($1::bigint[]) AND locked_by = $2 AND state = 'running'`, [ids, this.workerId, this.clock.now()])
+      await jobRepo
+        .release(this.db, this.workerId, ids, this.clock.now())
         .catch((error: unknown) => this.log.error({ err: error }, 'could not release job leases'));
       this.log.info({ jobs: ids }, 'released leases of unfinished jobs');
     }
@@ -119,20 +113,14 @@ export class JobRunner {
     const tasks = [...this.handlers.keys()];
     if (tasks.length === 0) return { units: [], more: false };
     const now = this.clock.now();
-    const rows = await this.db.query<JobRow>(
-      `UPDATE jobs SET state = 'running', locked_by = $1, locked_until = $2, attempts = attempts + 1, updated_at = $3
-       WHERE id IN (
-         SELECT id FROM jobs
-         WHERE task = ANY($4::text[])
-           AND ((state = 'queued' AND run_at <= $3) OR (state = 'running' AND locked_until < $3))
-           -- never re-take a job this worker is still running (a stalled event loop can outlive the lease)
-           AND NOT (id = ANY ($6::bigint[]))
-         ORDER BY run_at, id
-         LIMIT $5
-         FOR UPDATE SKIP LOCKED)
-       RETURNING id, task, tenant_id, payload, attempts, max_attempts`,
-      [this.workerId, new Date(now.getTime() + this.leaseMs), now, tasks, limit, [...this.running.keys()]],
-    );
+    const rows = await jobRepo.claim(this.db, {
+      workerId: this.workerId,
+      leaseUntil: new Date(now.getTime() + this.leaseMs),
+      now,
+      tasks,
+      limit,
+      running: [...this.running.keys()],
+    });
     return { units: rows.map((row) => () => this.execute(row)), more: rows.length === limit };
   }
 
@@ -182,11 +170,7 @@ export class JobRunner {
         log.error({ err: error }, 'job failed permanently');
       } else {
         const retryAt = new Date(this.clock.now().getTime() + backoffMs(job.attempts));
-        await this.db.query(
-          `UPDATE jobs SET state = 'queued', run_at = $3, last_error = $4, locked_by = NULL, locked_until = NULL, updated_at = $5
-           WHERE id = $1 AND locked_by = $2 AND state = 'running'`,
-          [job.id, this.workerId, retryAt, message.slice(0, 2000), this.clock.now()],
-        );
+        await jobRepo.retryLater(this.db, this.workerId, job.id, retryAt, message.slice(0, 2000), this.clock.now());
         log.warn({ err: error, retryAt }, 'job failed; retry scheduled');
       }
     } finally {
@@ -196,29 +180,16 @@ export class JobRunner {
   }
 
   private async completeIn(tx: Tx, jobId: number): Promise<void> {
-    const rows = await tx.query(
-      `UPDATE jobs SET state = 'succeeded', finished_at = $3, updated_at = $3, locked_by = NULL, locked_until = NULL
-       WHERE id = $1 AND locked_by = $2 AND state = 'running' RETURNING id`,
-      [jobId, this.workerId, this.clock.now()],
-    );
-    if (rows.length === 0) throw new LeaseLostError(jobId);
+    if (!(await jobRepo.complete(tx, this.workerId, jobId, this.clock.now()))) throw new LeaseLostError(jobId);
   }
 
   private async finish(job: ClaimedJob, state: 'succeeded' | 'failed', error?: string): Promise<void> {
-    await this.db.query(
-      `UPDATE jobs SET state = $3, finished_at = $4, updated_at = $4, last_error = COALESCE($5, last_error), locked_by = NULL, locked_until = NULL
-       WHERE id = $1 AND locked_by = $2 AND state = 'running'`,
-      [job.id, this.workerId, state, this.clock.now(), error?.slice(0, 2000) ?? null],
-    );
+    await jobRepo.finish(this.db, this.workerId, job.id, state, error?.slice(0, 2000) ?? null, this.clock.now());
   }
 
   private async extendLease(jobId: number): Promise<void> {
-    await this.db
-      .query(`UPDATE jobs SET locked_until = $3 WHERE id = $1 AND locked_by = $2 AND state = 'running'`, [
-        jobId,
-        this.workerId,
-        new Date(this.clock.now().getTime() + this.leaseMs),
-      ])
+    await jobRepo
+      .extendLease(this.db, this.workerId, jobId, new Date(this.clock.now().getTime() + this.leaseMs))
       .catch((error: unknown) => this.log.warn({ err: error, jobId }, 'could not extend job lease'));
   }
 }

@@ -2,29 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../config.js';
+import { checkKey, type BlobStore } from './blob-key.js';
 import { S3BlobStore } from './s3-blob-store.js';
 
-/**
- * Where uploaded bytes (assets and file sources) live; the database keeps only the key. Keys are
- * `<tenantId>/<sourceId>`: written once, never changed, deleted with their source.
- */
-export interface BlobStore {
-  readonly kind: 'filesystem' | 'memory' | 's3';
-  put(key: string, bytes: Buffer): Promise<void>;
-  /** The bytes, or undefined when nothing is stored under the key. */
-  get(key: string): Promise<Buffer | undefined>;
-  delete(key: string): Promise<void>;
-  /** Releases connections (stores that hold any). */
-  close?(): Promise<void>;
-}
-
-const KEY = /^[A-Za-z0-9_-]{1,128}(\/[A-Za-z0-9_-]{1,128}){0,3}$/;
-
-/** Every store refuses keys outside `segment(/segment){0,3}` of `[A-Za-z0-9_-]`: no dots, so no `..`, no odd bytes. */
-export function checkKey(key: string): string {
-  if (!KEY.test(key)) throw new Error(`invalid blob key "${key}"`);
-  return key;
-}
+export { checkKey, type BlobStore };
 
 /** Files under `<DATA_DIR>/blobs`, written to a temporary name and renamed, so a reader never sees half a file. */
 export class FsBlobStore implements BlobStore {

@@ -3,14 +3,15 @@ import type { Queryable } from '../db/driver.js';
 import { DomainError, invalid, notFound } from '../errors.js';
 import { propertyRepo } from '../tenants/repo.js';
 import type { CreatedBy } from './repo.js';
+import type { TaskName } from '../jobs/tasks.js';
 
 /** Largest upload once decoded (assets and file sources); the route's body limit leaves room for base64. */
 export const MAX_UPLOAD_BYTES = 10 * 1024 * 1024;
 /** Request body limit of the routes that take uploads: 10 MB of bytes is about 13.4 MB of base64. */
 export const UPLOAD_BODY_LIMIT = 15 * 1024 * 1024;
 
-export const TASK_INGEST = 'knowledge.ingest';
-export const TASK_VALIDATE_ASSET = 'knowledge.validate-asset';
+export const TASK_INGEST = 'knowledge.ingest' satisfies TaskName;
+export const TASK_VALIDATE_ASSET = 'knowledge.validate-asset' satisfies TaskName;
 
 /** How an item records its creator: the acting key or operator by id and name; the admin API and the system by role. */
 export function createdByOf(actor: Actor): CreatedBy {

@@ -1,5 +1,6 @@
 import { fileTypeFromBuffer } from 'file-type';
-import { parse, type HTMLElement, type Node } from 'node-html-parser';
+import { parse } from 'node-html-parser';
+import { htmlText } from './html-text.js';
 
 export type Format = 'text' | 'markdown' | 'html' | 'pdf' | 'docx';
 
@@ -60,10 +61,6 @@ export async function detectFormat(bytes: Buffer, declared: string | undefined, 
 }
 
 const DROP = 'script,style,noscript,template,svg,iframe,object,canvas,nav,form,button,select,head';
-const BLOCK = new Set([
-  'p', 'div', 'section', 'article', 'main', 'header', 'footer', 'aside', 'ul', 'ol', 'li', 'table', 'thead', 'tbody', 'tr',
-  'blockquote', 'pre', 'hr', 'dl', 'dt', 'dd', 'figure', 'figcaption', 'address', 'details', 'summary', 'body', 'html',
-]);
 
 /**
  * HTML to text that keeps its structure: headings become Markdown headings (so the chunker starts sections
@@ -75,42 +72,7 @@ export function htmlToText(html: string): { text: string; title?: string } {
   const title = root.querySelector('title')?.text.replace(/\s+/g, ' ').trim() || undefined;
   for (const node of root.querySelectorAll(DROP)) node.remove();
   const scope = root.querySelector('main') ?? root.querySelector('article') ?? root.querySelector('body') ?? root;
-  const blocks: string[] = [];
-  let line = '';
-  const flush = () => {
-    const text = line.replace(/[ \t\u00a0]+/g, ' ').replace(/ *\n */g, '\n').trim();
-    if (text) blocks.push(text);
-    line = '';
-  };
-  const walk = (node: Node) => {
-    if (node.nodeType === 3) {
-      line += node.text;
-      return;
-    }
-    if (node.nodeType !== 1) return;
-    const el = node as HTMLElement;
-    const tag = el.rawTagName?.toLowerCase() ?? '';
-    const heading = /^h([1-6])$/.exec(tag);
-    if (heading) {
-      flush();
-      const text = el.text.replace(/\s+/g, ' ').trim();
-      if (text) blocks.push(`${'#'.repeat(Number(heading[1]))} ${text}`);
-      return;
-    }
-    if (tag === 'br') {
-      line += '\n';
-      return;
-    }
-    const block = BLOCK.has(tag);
-    if (block) flush();
-    if (tag === 'li') line += '- ';
-    if (tag === 'td' || tag === 'th') line += ' ';
-    for (const child of el.childNodes) walk(child);
-    if (block) flush();
-  };
-  walk(scope);
-  flush();
-  return { text: blocks.join('\n\n'), title };
+  return { text: htmlText(scope, { keepLineBreaks: true }), title };
 }
 
 // unpdf (pdf.js) and mammoth are loaded on first use: API-only nodes never pay for them.

@@ -7,6 +7,7 @@ import { TASK_INGEST, TASK_VALIDATE_ASSET } from './common.js';
 import { ExtractionError, baseType, detectFormat, extractText } from './extract.js';
 import { FetchFailure, type GuardedFetcher } from './fetch.js';
 import { sourceRepo, type SourceRow } from './repo.js';
+import type { JobWorker } from '../jobs/worker.js';
 
 export interface KnowledgeJobDeps {
   db: Db;
@@ -48,10 +49,10 @@ function describe(error: unknown): string {
  * blocked destinations, 4xx, pages over the size cap) are recorded on the source at once; transient ones
  * (timeouts, 5xx, connection errors) are retried by the runner and recorded after the last attempt.
  */
-async function ingest(deps: KnowledgeJobDeps, job: ClaimedJob, ctx: JobContext): Promise<void> {
+async function ingest(deps: KnowledgeJobDeps, job: ClaimedJob<typeof TASK_INGEST>, ctx: JobContext): Promise<void> {
   const { db } = deps;
   const tenantId = job.tenantId ?? '';
-  const source = await sourceRepo.get(db, tenantId, String(job.payload.sourceId ?? ''));
+  const source = await sourceRepo.get(db, tenantId, job.payload.sourceId);
   if (!source || !['text', 'file', 'url', 'website_page'].includes(source.kind)) {
     ctx.log.warn({ sourceId: job.payload.sourceId }, 'ingest job for an unknown source; dropping');
     return;
@@ -81,9 +82,9 @@ async function ingest(deps: KnowledgeJobDeps, job: ClaimedJob, ctx: JobContext):
 }
 
 /** knowledge.validate-asset: sniffs the stored bytes and records ready / unsupported / blocked / failed with findings. */
-async function validate(deps: KnowledgeJobDeps, job: ClaimedJob, ctx: JobContext): Promise<void> {
+async function validate(deps: KnowledgeJobDeps, job: ClaimedJob<typeof TASK_VALIDATE_ASSET>, ctx: JobContext): Promise<void> {
   const { db } = deps;
-  const source = await sourceRepo.get(db, job.tenantId ?? '', String(job.payload.sourceId ?? ''));
+  const source = await sourceRepo.get(db, job.tenantId ?? '', job.payload.sourceId);
   if (!source || source.kind !== 'asset' || source.validation_status !== 'pending') return;
   let result: Omit<Assessment, 'status'> & { status: Assessment['status'] | 'failed' };
   try {
@@ -101,7 +102,8 @@ async function validate(deps: KnowledgeJobDeps, job: ClaimedJob, ctx: JobContext
   });
 }
 
-export function registerKnowledgeJobs(runner: JobRunner, deps: KnowledgeJobDeps): void {
+export function registerKnowledgeJobs(runner: JobRunner, deps: KnowledgeJobDeps): JobWorker {
   runner.register(TASK_INGEST, (job, ctx) => ingest(deps, job, ctx));
   runner.register(TASK_VALIDATE_ASSET, (job, ctx) => validate(deps, job, ctx));
+  return { close: () => deps.fetcher.close() };
 }

@@ -11,7 +11,8 @@ export interface CreatedBy {
   email?: string;
 }
 
-export interface SourceRow {
+/** A source's columns; `Stamp` is how its timestamps arrive (see SourceRow and InventoryRow). */
+interface SourceColumns<Stamp> {
   id: string;
   tenant_id: string;
   kind: SourceKind;
@@ -30,7 +31,7 @@ export interface SourceRow {
   file_name: string | null;
   file_content_type: string | null;
   file_size: number | null;
-  uploaded_at: Date | string | null;
+  uploaded_at: Stamp | null;
   description: string | null;
   media_type: 'image' | 'document' | null;
   validation_status: ValidationStatus | null;
@@ -45,13 +46,21 @@ export interface SourceRow {
   enabled: boolean | null;
   display_order: number | null;
   created_by: CreatedBy | null;
-  /** Dates; the inventory selects them as ISO 8601 text (cheaper than parsing and re-printing 600 dates a page). */
-  created_at: Date | string;
-  updated_at: Date | string;
+  created_at: Stamp;
+  updated_at: Stamp;
 }
 
-/** An inventory row carries its exact (microsecond) creation time as text for the keyset cursor. */
-export type InventoryRow = SourceRow & { created_key: string };
+/** A source as `SELECT *` returns it: timestamps as Dates. */
+export type SourceRow = SourceColumns<Date>;
+
+/**
+ * An inventory row: timestamps selected as ISO 8601 text (cheaper than parsing and re-printing 600 dates a
+ * page), plus its exact (microsecond) creation time as text for the keyset cursor.
+ */
+export type InventoryRow = SourceColumns<string> & { created_key: string };
+
+/** Either form: what the views print. */
+export type AnySourceRow = SourceRow | InventoryRow;
 
 export interface NewSource {
   id: string;

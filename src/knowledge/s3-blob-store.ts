@@ -1,5 +1,5 @@
 import type { S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
-import { checkKey, type BlobStore } from './blob-store.js';
+import { checkKey, type BlobStore } from './blob-key.js';
 
 type S3Sdk = typeof import('@aws-sdk/client-s3');
 

@@ -11,7 +11,7 @@ import type { BlobStore } from './blob-store.js';
 import { previewOf } from './chunker.js';
 import { TASK_INGEST, blobKey, containsPattern, createdByOf, decodeUpload, requireProperty, resolveScope } from './common.js';
 import { FetchFailure, checkFetchUrl } from './fetch.js';
-import { sourceRepo, type InventoryFilter, type SourceKind, type SourceRow } from './repo.js';
+import { sourceRepo, type InventoryFilter, type InventoryRow, type SourceKind } from './repo.js';
 import { sourceView, websiteView } from './views.js';
 import { websiteRepo, type PageRow } from './website-repo.js';
 import { crawlRepo } from './crawler/crawl-repo.js';
@@ -113,13 +113,8 @@ export class KnowledgeService {
     };
     const limit = query.limit ?? 50;
     const rows = await sourceRepo.inventory(this.db, filter, { limit: limit + 1, after });
-    const page = rows.slice(0, limit);
-    const items = await this.items(tenantId, page);
-    const last = page[page.length - 1];
-    return {
-      items,
-      ...(rows.length > limit && last ? { nextCursor: this.cursors.encode('knowledge-items', binding, { at: last.created_key, id: last.id }) } : {}),
-    };
+    const { page, next } = this.cursors.page('knowledge-items', binding, rows, limit, (last) => ({ at: last.created_key, id: last.id }));
+    return { items: await this.items(tenantId, page), ...next };
   }
 
   private position(value: unknown): { at: string; id: string } {
@@ -130,7 +125,7 @@ export class KnowledgeService {
     return { at: p.at, id: p.id };
   }
 
-  private async items(tenantId: string, page: SourceRow[]) {
+  private async items(tenantId: string, page: InventoryRow[]) {
     const websiteRows = page.filter((row) => row.kind === 'website');
     const websites = await websiteRepo.bySourceIds(this.db, tenantId, websiteRows.map((row) => row.id));
     const bySource = new Map(websites.map((w) => [w.source_id, w]));

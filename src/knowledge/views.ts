@@ -1,6 +1,6 @@
 import { iso } from '../util/time.js';
 import type { FolderRow } from './folder-repo.js';
-import type { SourceRow } from './repo.js';
+import type { AnySourceRow, SourceRow } from './repo.js';
 import type { PageRow, WebsiteRow } from './website-repo.js';
 
 /** ISO text as the API prints it; rows from the inventory already carry it as text. */
@@ -19,7 +19,7 @@ function createdByView(row: { created_by: SourceRow['created_by'] }) {
 }
 
 /** An asset as the spec's Knowledge asset (no extra properties). */
-export function assetView(row: SourceRow) {
+export function assetView(row: AnySourceRow) {
   return {
     sourceId: row.id,
     title: row.title ?? '',
@@ -41,7 +41,7 @@ export function assetView(row: SourceRow) {
  * A text, file, url or asset source (assets are listed as sourceType file with their `asset` block).
  * `text` is present only when the row carries it (creation responses, not the inventory).
  */
-export function sourceView(row: SourceRow, generationState?: 'staging' | 'current' | 'superseded') {
+export function sourceView(row: AnySourceRow, generationState?: 'staging' | 'current' | 'superseded') {
   const sourceType = row.kind === 'asset' || row.kind === 'file' ? 'file' : row.kind === 'text' ? 'text' : 'url';
   return {
     sourceId: row.id,
@@ -75,7 +75,7 @@ export function sourceView(row: SourceRow, generationState?: 'staging' | 'curren
  * those pages, so they are always true: chunkCount and selectedTokens over enabled pages, activeTokens
  * the same when the website is active.
  */
-export function websiteView(row: SourceRow, website: WebsiteRow, pages: PageRow[]) {
+export function websiteView(row: AnySourceRow, website: WebsiteRow, pages: PageRow[]) {
   const enabled = pages.filter((p) => p.enabled);
   const selectedTokens = enabled.reduce((sum, p) => sum + p.tokens, 0);
   return {

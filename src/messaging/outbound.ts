@@ -5,8 +5,9 @@ import { newId } from '../ids.js';
 import { enqueue } from '../jobs/queue.js';
 import { emit } from '../webhooks/events.js';
 import { messageRequestRepo } from './repo.js';
+import type { TaskName } from '../jobs/tasks.js';
 
-export const SEND_TASK = 'messaging.send';
+export const SEND_TASK = 'messaging.send' satisfies TaskName;
 
 export interface OutboundInput {
   tenantId: string;

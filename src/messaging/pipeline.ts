@@ -6,6 +6,7 @@ import { messageRequestRepo } from './repo.js';
 import { SEND_TASK } from './outbound.js';
 import { moveStatus } from './status.js';
 import { ProviderError, type ChannelProvider } from './providers/types.js';
+import type { JobWorker } from '../jobs/worker.js';
 
 /**
  * The send job. The provider call is bracketed: `dispatching_at` is committed before the call, and the
@@ -15,11 +16,11 @@ import { ProviderError, type ChannelProvider } from './providers/types.js';
  * have gone out: the provider takes no idempotency key, so it is failed (`send_outcome_unknown`) rather
  * than sent a second time.
  */
-export function registerSendPipeline(runner: JobRunner, deps: { db: Db; provider: ChannelProvider; counters?: WorkCounters }): void {
+export function registerSendPipeline(runner: JobRunner, deps: { db: Db; provider: ChannelProvider; counters?: WorkCounters }): JobWorker {
   const { db, provider } = deps;
   const counters = deps.counters ?? noWorkCounters;
-  runner.register(SEND_TASK, async (job: ClaimedJob, ctx: JobContext) => {
-    const requestEventId = String(job.payload.requestEventId ?? '');
+  runner.register(SEND_TASK, async (job: ClaimedJob<typeof SEND_TASK>, ctx: JobContext) => {
+    const { requestEventId } = job.payload;
     const tenantId = job.tenantId ?? '';
     const row = await messageRequestRepo.get(db, tenantId, requestEventId);
     if (!row) {
@@ -82,4 +83,5 @@ export function registerSendPipeline(runner: JobRunner, deps: { db: Db; provider
       ctx.log.warn({ requestEventId, code: failure.code }, 'send failed');
     }
   });
+  return {};
 }

@@ -72,7 +72,6 @@ export class MessagingService {
       }
       if (input.contactName && !contact.name) {
         contact = (await conversationRepo.updateContact(tx, tenantId, contact.id, { name: input.contactName }, now)) ?? contact;
-        await conversationRepo.refreshContactCopy(tx, contact);
       }
       const conversation = await ensureConversation(tx, tenantId, channel, contact, now);
       const { replyId, requestEventId } = await this.outbound.queue(tx, now, {

@@ -1,5 +1,5 @@
 import type { Queryable, Tx } from '../db/driver.js';
-import type { AttemptResult, LifecycleEvent } from './lifecycle.js';
+import type { AttemptResult, LifecycleEvent } from './lifecycle-types.js';
 
 export interface SettingRow {
   tenant_id: string;

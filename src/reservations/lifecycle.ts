@@ -8,11 +8,8 @@ import type { OutboundQueue } from '../messaging/outbound.js';
 import { addDays } from './dates.js';
 import { attemptRepo, savepoints, settingsRepo, type AttemptRow } from './lifecycle-repo.js';
 import { mirrorRepo, type MirrorRow } from './repo.js';
+import type { AttemptResult, LifecycleEvent } from './lifecycle-types.js';
 
-export const LIFECYCLE_EVENTS = ['booking_confirmed', 'pre_checkin', 'post_checkout_review'] as const;
-export type LifecycleEvent = (typeof LIFECYCLE_EVENTS)[number];
-export const ATTEMPT_RESULTS = ['would_send', 'deferred', 'skipped', 'invalid', 'duplicate', 'error'] as const;
-export type AttemptResult = (typeof ATTEMPT_RESULTS)[number];
 export type TriggerSource = 'sync_transition' | 'schedule';
 
 /** The provider statuses the lifecycle reacts to. Any other status is mirrored but raises nothing. */

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { DateTime, Strict, StringEnum, nullable } from '../http/schemas.js';
-import { ATTEMPT_RESULTS, LIFECYCLE_EVENTS } from './lifecycle.js';
+import { ATTEMPT_RESULTS, LIFECYCLE_EVENTS } from './lifecycle-types.js';
 
 export const SORT_BY = ['check_in_date', 'booked_at'] as const;
 export const SORT_DIR = ['asc', 'desc'] as const;

@@ -15,7 +15,8 @@ import type { OutboundQueue } from '../messaging/outbound.js';
 import { propertyRepo, tenantRepo } from '../tenants/repo.js';
 import { addDays, isCalendarDate, todayIn } from './dates.js';
 import { attemptRepo, senderRepo, settingsRepo } from './lifecycle-repo.js';
-import { LifecycleEngine, transitionEvents, type LifecycleEvent } from './lifecycle.js';
+import { LifecycleEngine, transitionEvents } from './lifecycle.js';
+import type { LifecycleEvent } from './lifecycle-types.js';
 import { integrationRepo, mirrorRepo, type MirrorFields, type MirrorRow } from './repo.js';
 import { integrationSettingsView, linkedView, mirrorView, senderView } from './views.js';
 

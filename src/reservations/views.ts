@@ -1,5 +1,5 @@
 import { iso } from '../util/time.js';
-import { LIFECYCLE_EVENTS } from './lifecycle.js';
+import { LIFECYCLE_EVENTS } from './lifecycle-types.js';
 import type { AttemptRow, SenderRow, SettingRow } from './lifecycle-repo.js';
 import type { IntegrationRow, MirrorRow } from './repo.js';
 

@@ -1,6 +1,8 @@
 import type { Tx } from '../db/driver.js';
 import { EVENT_TYPES, eventScope, isEventType, type EventData, type EventType } from '../events/types.js';
+import { grantingScopes } from '../auth/scopes.js';
 import { newId } from '../ids.js';
+import { outboxRepo } from './repo.js';
 
 // Event types, their read scopes and payloads are declared in src/events/types.ts.
 export { EVENT_TYPES, eventScope, type EventType };
@@ -30,18 +32,10 @@ export function emit<T extends EventType>(tx: Tx, now: Date, tenantId: string, t
 export async function emitUnchecked(tx: Tx, now: Date, tenantId: string, type: EventType, data: unknown): Promise<EmittedEvent> {
   const eventId = newId('evt');
   const body = JSON.stringify({ eventId, type, schemaVersion: SCHEMA_VERSION, tenantId, occurredAt: now.toISOString(), data });
-  const scope = eventScope(type);
-  // The outbox row and its fan-out, in one statement (src/db/migrations/0012_webhook_emit.sql).
-  const rows = await tx.query<{ count: number }>('SELECT webhook_emit($1, $2, $3, $4, $5, $6, $7) AS count', [
-    tenantId,
-    eventId,
-    type,
-    now,
-    body,
-    scope,
-    scope.replace(/:read$/, ':write'),
-  ]);
-  const deliveries = rows[0]?.count ?? 0;
+  // The outbox row and its fan-out, in one statement (src/db/migrations/0012_webhook_emit.sql): subscriptions
+  // whose owning key holds one of these scopes get a delivery.
+  const [readScope, writeScope] = grantingScopes(eventScope(type));
+  const deliveries = await outboxRepo.emit(tx, { tenantId, eventId, type, now, body, readScope, writeScope: writeScope ?? readScope });
   if (deliveries > 0) tx.notify(WEBHOOKS_CHANNEL);
   return { eventId, deliveries };
 }

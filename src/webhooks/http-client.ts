@@ -91,7 +91,7 @@ export class WebhookHttpClient {
    * One POST through the agent with a handler of our own: the final status, the body read up to
    * `maxResponseBytes` and dropped (past that the connection goes with it), and one deadline for the whole
    * exchange. undici's request() with an AbortSignal cost a response stream, an async iterator and a signal
-   * per attempt: about 60% more CPU per request, and six times the garbage that outlives a young-generation GC.
+   * per attempt (figures: docs/decisions.md, "Measured costs").
    */
   private exchange(target: URL, body: string, headers: Record<string, string>): Promise<Exchange> {
     return new Promise((resolve) => {

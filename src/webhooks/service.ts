@@ -221,14 +221,8 @@ export class WebhookService {
     const after = query.cursor ? await this.deliveryCursor(ctx, subscriptionId, filters, query.cursor) : undefined;
     const rows = await deliveryRepo.listPage(this.deps.db, ctx.tenantId, subscriptionId, { status: query.status, limit: limit + 1, after });
     if (!rows) throw notFound('webhook subscription');
-    const page = rows.slice(0, limit);
-    const hasMore = rows.length > limit;
-    const last = page[page.length - 1];
-    return {
-      deliveries: page.map(deliveryView),
-      ...(hasMore && last ? { nextCursor: this.deps.cursors.encode('webhook-deliveries', filters, { createdAt: isoMicros(last.created_us), id: last.id }) } : {}),
-      hasMore,
-    };
+    const { page, hasMore, next } = this.deps.cursors.page('webhook-deliveries', filters, rows, limit, (last) => ({ createdAt: isoMicros(last.created_us), id: last.id }));
+    return { deliveries: page.map(deliveryView), ...next, hasMore };
   }
 
   /** A missing subscription is 404 even when the cursor is bad too (the check costs a query only then). */

@@ -1,4 +1,5 @@
-import { parse, type HTMLElement, type Node } from 'node-html-parser';
+import { parse, type HTMLElement } from 'node-html-parser';
+import { htmlText } from '../html-text.js';
 
 /** Pages whose main text is shorter than this are failed pages (navigation shells, empty templates, errors). */
 export const MIN_TEXT_CHARS = 200;
@@ -26,11 +27,6 @@ const SKIP = new Set([
 /** Page chrome, skipped unless the content root is this element itself. */
 const CHROME = new Set(['header', 'footer']);
 const CHROME_ROLES = new Set(['navigation', 'banner', 'contentinfo', 'complementary', 'search', 'menu', 'menubar', 'dialog']);
-const BLOCK = new Set([
-  'p', 'div', 'section', 'article', 'main', 'header', 'footer', 'ul', 'ol', 'li', 'table', 'thead', 'tbody', 'tfoot', 'tr',
-  'blockquote', 'pre', 'hr', 'dl', 'dt', 'dd', 'figure', 'figcaption', 'address', 'details', 'summary', 'body', 'html', 'caption',
-]);
-
 function skipped(el: HTMLElement, tag: string, keepChrome: boolean): boolean {
   if (SKIP.has(tag)) return true;
   if (!keepChrome && CHROME.has(tag)) return true;
@@ -41,45 +37,9 @@ function skipped(el: HTMLElement, tag: string, keepChrome: boolean): boolean {
   return el.getAttribute('aria-hidden') === 'true' || el.hasAttribute('hidden');
 }
 
-/** Text of `scope` with page chrome left out. Headings become "# …" lines so the chunker starts sections there. */
+/** Text of `scope` with page chrome left out. */
 function textOf(scope: HTMLElement, keepChrome: boolean): string {
-  const blocks: string[] = [];
-  let line = '';
-  const flush = () => {
-    const text = line.replace(/[ \t\r\n\u00a0]+/g, ' ').trim();
-    if (text) blocks.push(text);
-    line = '';
-  };
-  const walk = (node: Node) => {
-    if (node.nodeType === 3) {
-      line += node.text;
-      return;
-    }
-    if (node.nodeType !== 1) return;
-    const el = node as HTMLElement;
-    const tag = el.rawTagName ? el.rawTagName.toLowerCase() : '';
-    if (el !== scope && skipped(el, tag, keepChrome)) return;
-    const heading = tag.length === 2 && tag[0] === 'h' ? Number(tag[1]) : 0;
-    if (heading >= 1 && heading <= 6) {
-      flush();
-      const text = el.text.replace(/\s+/g, ' ').trim();
-      if (text) blocks.push(`${'#'.repeat(heading)} ${text}`);
-      return;
-    }
-    if (tag === 'br') {
-      flush();
-      return;
-    }
-    const block = BLOCK.has(tag);
-    if (block) flush();
-    if (tag === 'li') line += '- ';
-    else if (tag === 'td' || tag === 'th') line += ' ';
-    for (const child of el.childNodes) walk(child);
-    if (block) flush();
-  };
-  walk(scope);
-  flush();
-  return blocks.join('\n\n');
+  return htmlText(scope, { skip: (el, tag) => skipped(el, tag, keepChrome), keepLineBreaks: false });
 }
 
 function attr(el: HTMLElement, name: string): string | undefined {

@@ -11,8 +11,9 @@ import { afterCrawlCompleted, afterCrawlFailed } from './outcome.js';
 import { snapshotRepo, type ReusablePage } from './snapshot-repo.js';
 import { pageKey } from './url.js';
 import { SnapshotWriter } from './writer.js';
+import type { TaskName } from '../../jobs/tasks.js';
 
-export const TASK_CRAWL = 'knowledge.crawl';
+export const TASK_CRAWL = 'knowledge.crawl' satisfies TaskName;
 /** A crawl is run at most this many times (a worker crash or shutdown restarts it); then it fails with crawl_interrupted. */
 export const CRAWL_MAX_RUNS = 3;
 /** The runner's own limit stays above CRAWL_MAX_RUNS so the handler, not the runner, always decides the crawl's end. */
@@ -165,8 +166,8 @@ async function crawlOnce(deps: CrawlJobDeps, job: ClaimedJob, ctx: JobContext, c
  * stays running. Failures of the site (robots.txt unavailable, nothing storable) and of the embeddings
  * endpoint fail the crawl at once; unexpected errors are retried by the runner up to the same limit.
  */
-async function runCrawl(deps: CrawlJobDeps, job: ClaimedJob, ctx: JobContext): Promise<void> {
-  const crawl = await crawlRepo.byId(deps.db, String(job.payload.crawlJobId ?? ''));
+async function runCrawl(deps: CrawlJobDeps, job: ClaimedJob<typeof TASK_CRAWL>, ctx: JobContext): Promise<void> {
+  const crawl = await crawlRepo.byId(deps.db, job.payload.crawlJobId);
   if (!crawl || (crawl.status !== 'queued' && crawl.status !== 'running')) return;
   if (job.attempts > CRAWL_MAX_RUNS) {
     await failCrawl(deps, ctx, crawl, 'crawl_interrupted', `the crawl was interrupted ${job.attempts - 1} times (worker crash, shutdown or error) and was given up`);

@@ -5,8 +5,9 @@ import type { JobRunner } from '../../jobs/runner.js';
 import { crawlRepo } from './crawl-repo.js';
 import { queueCrawl } from './queue-crawl.js';
 import { nextCrawlAt } from './schedule.js';
+import type { TaskName } from '../../jobs/tasks.js';
 
-export const TASK_RECRAWL = 'knowledge.recrawl';
+export const TASK_RECRAWL = 'knowledge.recrawl' satisfies TaskName;
 
 /** Schedules the recrawl pass once across all workers (the dedupe key keeps it single). */
 export async function scheduleRecrawls(db: Db, clock: Clock, runAt?: Date): Promise<void> {

@@ -6,7 +6,8 @@ import type { Resolver } from '../../net/guard.js';
 import { LocalEmbedder, RemoteEmbedder, type Embedder } from './embedder.js';
 import { CrawlFetcher } from './fetcher.js';
 import { registerCrawlJobs } from './job.js';
-import { registerRecrawls } from './recrawl.js';
+import { registerRecrawls, scheduleRecrawls } from './recrawl.js';
+import type { JobWorker } from '../../jobs/worker.js';
 
 /** The embedder the configuration asks for: an OpenAI-compatible endpoint when EMBEDDINGS_URL is set, else the local one. */
 export function createEmbedder(config: Pick<Config, 'embeddings'>): Embedder {
@@ -15,7 +16,7 @@ export function createEmbedder(config: Pick<Config, 'embeddings'>): Embedder {
 }
 
 /** Registers knowledge.crawl and the recrawl pass (knowledge.recrawl) on the runner with a crawler built from the configuration; close() releases its connections. */
-export function createCrawlWorker(runner: JobRunner, db: Db, config: Config, resolver?: Resolver, counters?: WorkCounters): { close(): Promise<void> } {
+export function createCrawlWorker(runner: JobRunner, db: Db, config: Config, resolver?: Resolver, counters?: WorkCounters): JobWorker {
   const { crawl } = config;
   const fetcher = new CrawlFetcher({
     allowPrivate: config.allowPrivateDestinations,
@@ -40,5 +41,5 @@ export function createCrawlWorker(runner: JobRunner, db: Db, config: Config, res
     },
   });
   registerRecrawls(runner, { db, intervalMs: crawl.recrawlCheckMs, batch: crawl.recrawlBatch });
-  return { close: () => fetcher.close() };
+  return { schedule: (database, clock) => scheduleRecrawls(database, clock), close: () => fetcher.close() };
 }

@@ -1,0 +1,66 @@
+import type { HTMLElement, Node } from 'node-html-parser';
+
+/** Elements that start and end a paragraph. */
+const BLOCK = new Set([
+  'p', 'div', 'section', 'article', 'main', 'header', 'footer', 'aside', 'ul', 'ol', 'li', 'table', 'thead', 'tbody', 'tfoot', 'tr',
+  'blockquote', 'pre', 'hr', 'dl', 'dt', 'dd', 'figure', 'figcaption', 'address', 'details', 'summary', 'body', 'html', 'caption',
+]);
+
+export interface HtmlTextOptions {
+  /** Leaves an element and everything in it out (never asked about the scope itself). */
+  skip?(el: HTMLElement, tag: string): boolean;
+  /**
+   * Keeps line breaks (in text and <br>) inside a paragraph (uploaded documents: addresses, poems); otherwise
+   * all whitespace collapses and a <br> ends the paragraph (crawled pages, whose markup breaks lines at random).
+   */
+  keepLineBreaks: boolean;
+}
+
+/**
+ * The one HTML-to-text walker (uploaded HTML and DOCX, crawled pages): the text of `scope` with its structure
+ * kept the way the chunker expects it. Headings become Markdown headings (so sections start there), block
+ * elements paragraphs, list items "- " lines, table cells space-separated.
+ */
+export function htmlText(scope: HTMLElement, options: HtmlTextOptions): string {
+  const blocks: string[] = [];
+  const spaces = options.keepLineBreaks ? /[ \t\u00a0]+/g : /[ \t\r\n\u00a0]+/g;
+  let line = '';
+  const flush = () => {
+    let text = line.replace(spaces, ' ');
+    if (options.keepLineBreaks) text = text.replace(/ *\n */g, '\n');
+    text = text.trim();
+    if (text) blocks.push(text);
+    line = '';
+  };
+  const walk = (node: Node) => {
+    if (node.nodeType === 3) {
+      line += node.text;
+      return;
+    }
+    if (node.nodeType !== 1) return;
+    const el = node as HTMLElement;
+    const tag = el.rawTagName ? el.rawTagName.toLowerCase() : '';
+    if (el !== scope && options.skip?.(el, tag)) return;
+    const heading = tag.length === 2 && tag[0] === 'h' ? Number(tag[1]) : 0;
+    if (heading >= 1 && heading <= 6) {
+      flush();
+      const text = el.text.replace(/\s+/g, ' ').trim();
+      if (text) blocks.push(`${'#'.repeat(heading)} ${text}`);
+      return;
+    }
+    if (tag === 'br') {
+      if (options.keepLineBreaks) line += '\n';
+      else flush();
+      return;
+    }
+    const block = BLOCK.has(tag);
+    if (block) flush();
+    if (tag === 'li') line += '- ';
+    else if (tag === 'td' || tag === 'th') line += ' ';
+    for (const child of el.childNodes) walk(child);
+    if (block) flush();
+  };
+  walk(scope);
+  flush();
+  return blocks.join('\n\n');
+}
