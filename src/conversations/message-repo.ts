@@ -14,8 +14,11 @@ export interface MessageRow {
   created_at: Date;
 }
 
-const COLUMNS = `m.id, m.conversation_id, m.direction, m.text, m.request_event_id, r.status, m.created_at
-  FROM messages m LEFT JOIN message_requests r ON r.id = m.request_event_id AND r.tenant_id = m.tenant_id`;
+// The send status is looked up per returned row (by primary key): a join let the planner, with stale statistics
+// on message_requests, scan all of the tenant's sends for every page.
+const COLUMNS = `m.id, m.conversation_id, m.direction, m.text, m.request_event_id,
+  (SELECT r.status FROM message_requests r WHERE r.id = m.request_event_id AND r.tenant_id = m.tenant_id) AS status, m.created_at
+  FROM messages m`;
 
 export const messageRepo = {
   async get(db: Queryable, tenantId: string, conversationId: string, messageId: string): Promise<MessageRow | undefined> {
