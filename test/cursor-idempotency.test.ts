@@ -89,6 +89,39 @@ describe('idempotency', () => {
     assert.notDeepEqual(retried.body, first.body);
   });
 
+  test('the key is held by the running request itself: a concurrent retry never runs the work twice, and nothing is stored before the answer', async () => {
+    const keys = async () => (await app.runtime.services.db.query<{ count: number }>(`SELECT count(*)::int AS count FROM idempotency_keys WHERE key = 'key-6'`))[0].count;
+    const before = await counter();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let entered!: () => void;
+    const inside = new Promise<void>((resolve) => (entered = resolve));
+    const first = runIdempotent(app.runtime.services.db, clock, { tenantId, operation: 'test.create', key: 'key-6', request: { a: 1 } }, async (tx) => {
+      await tx.query('INSERT INTO properties (id, tenant_id, name, created_at) VALUES ($1, $2, $3, $4)', [`prop_${randomBytes(6).toString('hex')}`, tenantId, 'p', clock.now()]);
+      entered();
+      await gate;
+      return { status: 202, body: { first: true } };
+    });
+    await inside;
+    try {
+      if (process.env.DATABASE_URL) {
+        // Another connection sees no committed claim (a crash now would leave nothing behind) and cannot take the key.
+        assert.equal(await keys(), 0);
+        await assert.rejects(run('key-6', { a: 1 }), (e: unknown) => e instanceof DomainError && e.code === 'M2M_IDEMPOTENCY_CONFLICT' && /still being processed/.test(e.message));
+      } else {
+        // PGlite runs one transaction at a time: the retry waits for the first and replays its answer.
+        const retry = run('key-6', { a: 1 });
+        release();
+        assert.deepEqual(await retry, { status: 202, body: { first: true }, replayed: true });
+      }
+    } finally {
+      release();
+    }
+    assert.equal((await first).replayed, false);
+    assert.equal(await counter(), before + 1);
+    assert.equal(await keys(), 1);
+  });
+
   test('a failed request stores nothing: its state change rolls back and the key can be used again', async () => {
     const before = await counter();
     await assert.rejects(run('key-4', { a: 1 }, new DomainError('M2M_CONFLICT', 'nope')));

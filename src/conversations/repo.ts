@@ -154,7 +154,7 @@ export const conversationRepo = {
 
   /** The conversation, locked for the rest of the transaction when `lock` is set. */
   async get(db: Queryable, tenantId: string, conversationId: string, lock = false): Promise<ConversationRow | undefined> {
-    const rows = await db.query<ConversationRow>(`SELECT * FROM conversations WHERE tenant_id = $1 AND id = $2${lock ? ' FOR UPDATE' : ''}`, [tenantId, conversationId]);
+    const rows = await db.query<ConversationRow>(`SELECT * FROM conversations WHERE tenant_id = $1 AND id = $2${lock ? ' FOR NO KEY UPDATE' : ''}`, [tenantId, conversationId]);
     return rows[0];
   },
 

@@ -19,42 +19,33 @@ export interface KeyRef {
 const refParams = (ref: KeyRef) => [ref.tenantId, ref.operation, ref.key];
 
 export const idempotencyRepo = {
-  /** Claims a fresh key (in progress); false when the key exists already. */
-  async claim(db: Queryable, ref: KeyRef, hash: string, now: Date, expiresAt: Date): Promise<boolean> {
-    const rows = await db.query(
-      `INSERT INTO idempotency_keys (tenant_id, operation, key, request_hash, state, locked_at, created_at, expires_at)
-       VALUES ($1, $2, $3, $4, 'in_progress', $5, $5, $6) ON CONFLICT DO NOTHING RETURNING key`,
-      [...refParams(ref), hash, now, expiresAt],
+  /**
+   * Takes the key's transaction-scoped advisory lock without waiting; false while another transaction (a request
+   * still running, on any node) holds it. Two keys sharing a 64-bit hash only ever see a spurious "in progress".
+   */
+  async tryLock(db: Queryable, ref: KeyRef): Promise<boolean> {
+    const rows = await db.query<{ locked: boolean }>(
+      `SELECT pg_try_advisory_xact_lock(hashtextextended($1 || '|' || $2 || '|' || $3, 0)) AS locked`,
+      refParams(ref),
     );
-    return rows.length > 0;
+    return rows[0].locked;
   },
 
-  async lock(db: Queryable, ref: KeyRef): Promise<IdempotencyKeyRow> {
-    const [row] = await db.query<IdempotencyKeyRow>('SELECT * FROM idempotency_keys WHERE tenant_id = $1 AND operation = $2 AND key = $3 FOR UPDATE', refParams(ref));
-    return row;
+  async find(db: Queryable, ref: KeyRef): Promise<IdempotencyKeyRow | undefined> {
+    const rows = await db.query<IdempotencyKeyRow>('SELECT * FROM idempotency_keys WHERE tenant_id = $1 AND operation = $2 AND key = $3', refParams(ref));
+    return rows[0];
   },
 
-  /** Takes an expired or stale key over for a new request (an expired one starts a new 24 hours). */
-  async takeOver(db: Queryable, ref: KeyRef, hash: string, now: Date, expiresAt: Date, expired: boolean): Promise<void> {
+  /** Stores the completed response; an expired (or abandoned) earlier use of the key is replaced. */
+  async store(db: Queryable, ref: KeyRef, stored: { hash: string; status: number; body: string; now: Date; expiresAt: Date }): Promise<void> {
     await db.query(
-      `UPDATE idempotency_keys SET request_hash = $4, state = 'in_progress', response_status = NULL, response_body = NULL,
-         locked_at = $5, created_at = CASE WHEN $7 THEN $5 ELSE created_at END, expires_at = CASE WHEN $7 THEN $6 ELSE expires_at END
-       WHERE tenant_id = $1 AND operation = $2 AND key = $3`,
-      [...refParams(ref), hash, now, expiresAt, expired],
+      `INSERT INTO idempotency_keys (tenant_id, operation, key, request_hash, state, response_status, response_body, locked_at, created_at, expires_at)
+       VALUES ($1, $2, $3, $4, 'completed', $5, $6, $7, $7, $8)
+       ON CONFLICT (tenant_id, operation, key) DO UPDATE SET request_hash = excluded.request_hash, state = 'completed',
+         response_status = excluded.response_status, response_body = excluded.response_body, locked_at = excluded.locked_at,
+         created_at = excluded.created_at, expires_at = excluded.expires_at`,
+      [...refParams(ref), stored.hash, stored.status, stored.body, stored.now, stored.expiresAt],
     );
-  },
-
-  async complete(db: Queryable, ref: KeyRef, status: number, body: string): Promise<void> {
-    await db.query(
-      `UPDATE idempotency_keys SET state = 'completed', response_status = $4, response_body = $5
-       WHERE tenant_id = $1 AND operation = $2 AND key = $3`,
-      [...refParams(ref), status, body],
-    );
-  },
-
-  /** Releases a key whose request failed, so a corrected request can use it. */
-  async release(db: Queryable, ref: KeyRef): Promise<void> {
-    await db.query(`DELETE FROM idempotency_keys WHERE tenant_id = $1 AND operation = $2 AND key = $3 AND state = 'in_progress'`, refParams(ref));
   },
 
   /** Retention, across tenants: deletes stored responses that expired before `now`. */

@@ -6,7 +6,7 @@ import { stableStringify } from '../util/stable-json.js';
 import { idempotencyRepo } from './idempotency-repo.js';
 
 const RETENTION_MS = 24 * 60 * 60 * 1000;
-/** An in-progress claim older than this is taken to belong to a crashed request and may be taken over. */
+/** An in-progress claim (written by earlier versions) older than this belongs to a crashed request and may be taken over. */
 const STALE_LOCK_MS = 60 * 1000;
 
 export interface IdempotentRequest {
@@ -29,11 +29,12 @@ export function requestHash(request: unknown): string {
 }
 
 /**
- * Runs `execute` at most once per (tenant, operation, key) within 24 hours. The response is stored in the
- * same transaction as the state change `execute` makes, so a crash can never leave one without the other.
- * A retry with the same request replays the stored response; a different request, or one that arrives
- * while the first is still running, gets 409 M2M_IDEMPOTENCY_CONFLICT. Errors are not stored: the key
- * is released so a corrected request can use it.
+ * Runs `execute` at most once per (tenant, operation, key) within 24 hours, in one transaction with the stored
+ * response: the key's advisory lock is taken first, so a crash can never leave a state change without its
+ * stored response, or a claimed key without its request (the rollback releases both). A retry with the same
+ * request replays the stored response; a different request, or one that arrives while the first is still
+ * running, gets 409 M2M_IDEMPOTENCY_CONFLICT. Errors are not stored: the rollback leaves the key free for a
+ * corrected request.
  */
 export async function runIdempotent<B>(
   db: Db,
@@ -43,41 +44,26 @@ export async function runIdempotent<B>(
 ): Promise<StoredResponse<B>> {
   const hash = requestHash(req.request);
   const ref = { tenantId: req.tenantId, operation: req.operation, key: req.key };
+  const stillRunning = () =>
+    new DomainError('M2M_IDEMPOTENCY_CONFLICT', 'a request with this Idempotency-Key is still being processed; retry later', { idempotencyKey: req.key });
 
-  const replay = await db.transaction(async (tx) => {
+  return db.transaction(async (tx) => {
+    if (!(await idempotencyRepo.tryLock(tx, ref))) throw stillRunning();
     const now = clock.now();
-    if (await idempotencyRepo.claim(tx, ref, hash, now, new Date(now.getTime() + RETENTION_MS))) return undefined;
-    const row = await idempotencyRepo.lock(tx, ref);
-    const expired = row.expires_at.getTime() <= now.getTime();
-    const stale = row.state === 'in_progress' && row.locked_at.getTime() <= now.getTime() - STALE_LOCK_MS;
-    if (!expired) {
+    const row = await idempotencyRepo.find(tx, ref);
+    if (row && row.expires_at.getTime() > now.getTime()) {
       if (row.request_hash !== hash) {
-        throw new DomainError('M2M_IDEMPOTENCY_CONFLICT', 'Idempotency-Key was already used with a different request', {
-          idempotencyKey: req.key,
-        });
+        throw new DomainError('M2M_IDEMPOTENCY_CONFLICT', 'Idempotency-Key was already used with a different request', { idempotencyKey: req.key });
       }
       if (row.state === 'completed') return { status: row.response_status ?? 200, body: row.response_body as B, replayed: true };
-      if (!stale) {
-        throw new DomainError('M2M_IDEMPOTENCY_CONFLICT', 'a request with this Idempotency-Key is still being processed; retry later', {
-          idempotencyKey: req.key,
-        });
-      }
+      // An in-progress row is a claim committed by the two-transaction protocol of earlier versions (a node not
+      // yet upgraded): honoured until it is old enough to belong to a crashed request.
+      if (row.locked_at.getTime() > now.getTime() - STALE_LOCK_MS) throw stillRunning();
     }
-    await idempotencyRepo.takeOver(tx, ref, hash, now, new Date(now.getTime() + RETENTION_MS), expired);
-    return undefined;
+    const result = await execute(tx);
+    await idempotencyRepo.store(tx, ref, { hash, status: result.status, body: JSON.stringify(result.body), now, expiresAt: new Date(now.getTime() + RETENTION_MS) });
+    return { ...result, replayed: false };
   });
-  if (replay) return replay;
-
-  try {
-    return await db.transaction(async (tx) => {
-      const result = await execute(tx);
-      await idempotencyRepo.complete(tx, ref, result.status, JSON.stringify(result.body));
-      return { ...result, replayed: false };
-    });
-  } catch (error) {
-    await idempotencyRepo.release(db, ref).catch(() => undefined);
-    throw error;
-  }
 }
 
 /** Deletes stored responses past their 24 hours (run by the retention job). */

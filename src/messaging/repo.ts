@@ -40,12 +40,12 @@ export const messageRequestRepo = {
   },
 
   async get(db: Queryable, tenantId: string, id: string, lock = false): Promise<MessageRequestRow | undefined> {
-    return (await db.query<MessageRequestRow>(`SELECT * FROM message_requests WHERE tenant_id = $1 AND id = $2${lock ? ' FOR UPDATE' : ''}`, [tenantId, id]))[0];
+    return (await db.query<MessageRequestRow>(`SELECT * FROM message_requests WHERE tenant_id = $1 AND id = $2${lock ? ' FOR NO KEY UPDATE' : ''}`, [tenantId, id]))[0];
   },
 
   async getByProviderId(db: Queryable, provider: string, providerMessageId: string, lock = false): Promise<MessageRequestRow | undefined> {
     return (
-      await db.query<MessageRequestRow>(`SELECT * FROM message_requests WHERE provider = $1 AND provider_message_id = $2${lock ? ' FOR UPDATE' : ''}`, [
+      await db.query<MessageRequestRow>(`SELECT * FROM message_requests WHERE provider = $1 AND provider_message_id = $2${lock ? ' FOR NO KEY UPDATE' : ''}`, [
         provider,
         providerMessageId,
       ])
