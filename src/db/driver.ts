@@ -23,17 +23,23 @@ export interface Tx extends Queryable {
   exec(sql: string): Promise<void>;
 }
 
+/** How the Db runs one statement (outside a transaction). */
+export interface QueryOptions {
+  /**
+   * For a hot statement whose best plan does not depend on its parameter values (the webhook claim, the
+   * unsearched inbox list): on PostgreSQL it runs with a generic plan kept per connection, skipping the planning
+   * every other statement pays per call (for these, more than their execution: docs/decisions.md, "Measured
+   * costs"). PGlite runs it as any other statement.
+   */
+  cachedPlan?: boolean;
+}
+
 export interface Db extends Queryable {
   readonly kind: 'postgres' | 'pglite';
   /** Schema the tables live in (for advisory lock keys and channel names). */
   readonly schema: string;
+  query<T = Record<string, unknown>>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<T[]>;
   transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
-  /**
-   * A hot statement whose best plan does not depend on its parameter values (the webhook claim, the unsearched
-   * inbox list): on PostgreSQL it runs with a generic plan kept per connection, skipping the planning every
-   * other statement pays per call (for these, more than their execution: docs/decisions.md, "Measured costs").
-   */
-  queryCachedPlan<T = Record<string, unknown>>(sql: string, params: readonly unknown[]): Promise<T[]>;
   /** Connections of the main pool (PostgreSQL); undefined on PGlite, which has a single connection. */
   poolUse(): PoolUse | undefined;
   /** Subscribe to wake-ups on `channel`; returns an unsubscribe function. */
@@ -152,7 +158,7 @@ function statement(sql: string, params: readonly unknown[] | undefined): pg.Quer
 }
 
 /**
- * Connections for queryCachedPlan. The unsearched inbox list runs there at API request rates (planning was
+ * Connections for statements run with `cachedPlan`. The unsearched inbox list runs there at API request rates (planning was
  * two thirds of its database time), besides the webhook claim; four kept a 16-connection load as fast as eight.
  */
 const CACHED_PLAN_POOL_SIZE = 4;
@@ -181,27 +187,27 @@ class PostgresDb implements Db {
   private listener: pg.Client | undefined;
   private readonly listened = new Set<string>();
   private closing = false;
-  /** Connections whose prepared statements keep their generic plan (see queryCachedPlan); opened on first use. */
-  private cachedPlanPool: pg.Pool | undefined;
+  /** Connections whose prepared statements keep their generic plan (QueryOptions.cachedPlan); opened on first use. */
+  private cachedPlans: pg.Pool | undefined;
   constructor(
     private readonly pool: pg.Pool,
     readonly schema: string,
     private readonly databaseUrl: string,
   ) {}
 
-  async query<T>(sql: string, params?: readonly unknown[]): Promise<T[]> {
-    const result = await this.pool.query(statement(sql, params));
+  async query<T>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<T[]> {
+    const pool = options?.cachedPlan ? this.cachedPlanPool() : this.pool;
+    const result = await pool.query(statement(sql, params));
     return result.rows as T[];
+  }
+
+  private cachedPlanPool(): pg.Pool {
+    this.cachedPlans ??= newPool(connectionConfig(this.databaseUrl, this.schema, 'force_generic_plan'), CACHED_PLAN_POOL_SIZE);
+    return this.cachedPlans;
   }
 
   poolUse(): PoolUse {
     return { total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount, max: this.pool.options.max };
-  }
-
-  async queryCachedPlan<T>(sql: string, params: readonly unknown[]): Promise<T[]> {
-    this.cachedPlanPool ??= newPool(connectionConfig(this.databaseUrl, this.schema, 'force_generic_plan'), CACHED_PLAN_POOL_SIZE);
-    const result = await this.cachedPlanPool.query(statement(sql, params));
-    return result.rows as T[];
   }
 
   async transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
@@ -294,7 +300,7 @@ class PostgresDb implements Db {
   async close(): Promise<void> {
     this.closing = true;
     await this.listener?.end().catch(() => undefined);
-    await this.cachedPlanPool?.end();
+    await this.cachedPlans?.end();
     await this.pool.end();
   }
 }
@@ -329,10 +335,6 @@ class PgliteDb implements Db {
 
   async listen(channel: string, onWake: () => void): Promise<() => void> {
     return this.signals.on(channel, onWake);
-  }
-
-  queryCachedPlan<T>(sql: string, params: readonly unknown[]): Promise<T[]> {
-    return this.query<T>(sql, params);
   }
 
   poolUse(): undefined {

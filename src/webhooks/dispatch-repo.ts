@@ -92,7 +92,7 @@ export const dispatchRepo = {
    * subscription holds up no other, and the cost never grows with the backlog (see webhook_claim).
    */
   async claim(db: Db, request: ClaimRequest): Promise<ClaimResult> {
-    const rows = await db.queryCachedPlan<ClaimRow>(CLAIM_SQL, [
+    const params = [
       request.workerId,
       request.now,
       request.leaseUntil,
@@ -102,7 +102,8 @@ export const dispatchRepo = {
       request.hosts,
       request.room,
       request.defaultRoom,
-    ]);
+    ];
+    const rows = await db.query<ClaimRow>(CLAIM_SQL, params, { cachedPlan: true });
     const meta = rows[0];
     return {
       deliveries: rows.filter((row): row is ClaimMeta & ClaimedDelivery => row.id !== null),
