@@ -128,7 +128,7 @@ export class ConversationService {
       const now = this.clock.now();
       const changed = conversation.unread_count > 0;
       if (changed) {
-        await conversationRepo.markRead(tx, conversationId, actor.id ?? actor.type, now);
+        await conversationRepo.markRead(tx, tenantId, conversationId, actor.id ?? actor.type, now);
         await recordActivity(tx, { tenantId, conversationId, kind: 'conversation.read', actor, data: { unreadCountBefore: conversation.unread_count }, now });
       }
       return {
@@ -152,7 +152,7 @@ export class ConversationService {
       const now = this.clock.now();
       const changed = conversation.needs_reply;
       if (changed) {
-        await conversationRepo.clearNeedsReply(tx, conversationId, now);
+        await conversationRepo.clearNeedsReply(tx, tenantId, conversationId, now);
         await recordActivity(tx, {
           tenantId,
           conversationId,
@@ -205,7 +205,7 @@ export class ConversationService {
         assignedOperatorId: input.assignedOperatorId ?? null,
         now,
       });
-      await conversationRepo.setOpenCases(tx, conversationId, { reviewId: id }, now);
+      await conversationRepo.setOpenCases(tx, tenantId, conversationId, { reviewId: id }, now);
       await recordActivity(tx, { tenantId, conversationId, kind: 'review.opened', actor, data: { reviewCaseId: id, reasonCode: input.reasonCode ?? 'other' }, now });
       return this.review(tx, tenantId, id);
     });
@@ -216,7 +216,7 @@ export class ConversationService {
     return this.db.transaction(async (tx) => {
       const reviewId = await this.openReviewId(tx, tenantId, conversationId);
       if (operatorId !== null) await requireActiveOperator(tx, tenantId, operatorId);
-      await conversationRepo.assignReview(tx, reviewId, operatorId);
+      await conversationRepo.assignReview(tx, tenantId, reviewId, operatorId);
       await recordActivity(tx, { tenantId, conversationId, kind: 'review.assigned', actor, data: { reviewCaseId: reviewId, operatorId }, now: this.clock.now() });
       return this.review(tx, tenantId, reviewId);
     });
@@ -227,8 +227,8 @@ export class ConversationService {
     return this.db.transaction(async (tx) => {
       const reviewId = await this.openReviewId(tx, tenantId, conversationId);
       const now = this.clock.now();
-      await conversationRepo.resolveReview(tx, reviewId, resolutionNote ?? null, now);
-      await conversationRepo.setOpenCases(tx, conversationId, { reviewId: null }, now);
+      await conversationRepo.resolveReview(tx, tenantId, reviewId, resolutionNote ?? null, now);
+      await conversationRepo.setOpenCases(tx, tenantId, conversationId, { reviewId: null }, now);
       await recordActivity(tx, { tenantId, conversationId, kind: 'review.resolved', actor, data: { reviewCaseId: reviewId }, now });
       return this.review(tx, tenantId, reviewId);
     });

@@ -239,7 +239,7 @@ export const deliveryRepo = {
          WHERE d2.tenant_id = $1 AND d2.subscription_id = $2 AND d2.status = 'failed' AND d2.created_at >= $3
            AND e.occurred_at >= $3 AND e.occurred_at < $4
          LIMIT $6 FOR UPDATE OF d2 SKIP LOCKED)
-         AND d.status = 'failed'
+         AND d.tenant_id = $1 AND d.status = 'failed'
        RETURNING d.id`,
       [tenantId, subscriptionId, window.since, window.until, now, batch],
     );
