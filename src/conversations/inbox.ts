@@ -7,6 +7,7 @@ import { emit } from '../webhooks/events.js';
 import { systemActor, type Actor } from '../context.js';
 import { normalizePhone } from './phone.js';
 import { conversationRepo, type ContactRow, type ConversationRow } from './repo.js';
+import { caseRepo } from './case-repo.js';
 import { recordActivity, requireActiveOperator, requireConversation } from './service.js';
 import { contactView, conversationView, handoffView } from './views.js';
 
@@ -131,24 +132,24 @@ export class InboxService {
       let action: 'opened' | 'assigned' | 'resolved';
       if (input.action === 'open') {
         if (handoffId) throw conflict('a handoff is already open for this conversation');
-        handoffId = (await conversationRepo.insertHandoff(tx, { id: newId('hof'), tenantId, conversationId, operatorId: input.operatorId ?? null, now })).id;
+        handoffId = (await caseRepo.insertHandoff(tx, { id: newId('hof'), tenantId, conversationId, operatorId: input.operatorId ?? null, now })).id;
         await conversationRepo.setOpenCases(tx, tenantId, conversationId, { handoffId }, now);
         action = 'opened';
       } else {
         if (!handoffId) throw conflict('no handoff is open for this conversation');
         if (input.action === 'assign') {
           if (input.operatorId === undefined) throw invalid('body.operatorId', 'is required to assign (null unassigns)');
-          await conversationRepo.updateHandoff(tx, tenantId, handoffId, { operatorId: input.operatorId }, now);
+          await caseRepo.updateHandoff(tx, tenantId, handoffId, { operatorId: input.operatorId }, now);
           action = 'assigned';
         } else {
-          await conversationRepo.updateHandoff(tx, tenantId, handoffId, { resolve: true }, now);
+          await caseRepo.updateHandoff(tx, tenantId, handoffId, { resolve: true }, now);
           await conversationRepo.setOpenCases(tx, tenantId, conversationId, { handoffId: null }, now);
           action = 'resolved';
         }
       }
       await recordActivity(tx, { tenantId, conversationId, kind: `handoff.${action}`, actor, data: { caseId: handoffId }, now });
       await emit(tx, now, tenantId, 'conversation.handoff.updated', { conversationId, caseId: handoffId, action });
-      return handoffView((await conversationRepo.getHandoff(tx, tenantId, handoffId))!);
+      return handoffView((await caseRepo.getHandoff(tx, tenantId, handoffId))!);
     });
   }
 }

@@ -10,6 +10,7 @@ import type { Actor, Ctx } from '../context.js';
 import { ACTIVITY_CHANNEL } from './actor.js';
 import type { AssignReviewBody, ConversationParams, ListConversationsQuery, OpenReviewBody, ResolveReviewBody } from './schema.js';
 import { conversationRepo, type ConversationRow } from './repo.js';
+import { caseRepo } from './case-repo.js';
 import { inboxSearchRepo } from './search-repo.js';
 import type { ListFilter } from './search-sql.js';
 import { conversationView, reviewView } from './views.js';
@@ -194,7 +195,7 @@ export class ConversationService {
       if (input.assignedOperatorId) await requireActiveOperator(tx, tenantId, input.assignedOperatorId);
       const now = this.clock.now();
       const id = newId('rev');
-      await conversationRepo.insertReview(tx, {
+      await caseRepo.insertReview(tx, {
         id,
         tenantId,
         conversationId,
@@ -216,7 +217,7 @@ export class ConversationService {
     return this.db.transaction(async (tx) => {
       const reviewId = await this.openReviewId(tx, tenantId, conversationId);
       if (operatorId !== null) await requireActiveOperator(tx, tenantId, operatorId);
-      await conversationRepo.assignReview(tx, tenantId, reviewId, operatorId);
+      await caseRepo.assignReview(tx, tenantId, reviewId, operatorId);
       await recordActivity(tx, { tenantId, conversationId, kind: 'review.assigned', actor, data: { reviewCaseId: reviewId, operatorId }, now: this.clock.now() });
       return this.review(tx, tenantId, reviewId);
     });
@@ -227,7 +228,7 @@ export class ConversationService {
     return this.db.transaction(async (tx) => {
       const reviewId = await this.openReviewId(tx, tenantId, conversationId);
       const now = this.clock.now();
-      await conversationRepo.resolveReview(tx, tenantId, reviewId, resolutionNote ?? null, now);
+      await caseRepo.resolveReview(tx, tenantId, reviewId, resolutionNote ?? null, now);
       await conversationRepo.setOpenCases(tx, tenantId, conversationId, { reviewId: null }, now);
       await recordActivity(tx, { tenantId, conversationId, kind: 'review.resolved', actor, data: { reviewCaseId: reviewId }, now });
       return this.review(tx, tenantId, reviewId);
@@ -241,7 +242,7 @@ export class ConversationService {
   }
 
   private async review(tx: Tx, tenantId: string, reviewId: string) {
-    const row = await conversationRepo.getReview(tx, tenantId, reviewId);
+    const row = await caseRepo.getReview(tx, tenantId, reviewId);
     if (!row) throw new DomainError('M2M_INTERNAL_ERROR', 'review vanished inside its transaction');
     return reviewView(row);
   }
