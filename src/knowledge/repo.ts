@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/driver.js';
-import { cursorText, isoText } from '../db/sql.js';
+import { cursorText, isoText, olderThan } from '../db/sql.js';
 import type { Chunk } from './chunker.js';
 
 export type SourceKind = 'text' | 'file' | 'url' | 'asset' | 'website' | 'website_page';
@@ -225,8 +225,7 @@ export const sourceRepo = {
       where.push(`s.search_text LIKE $${params.length}`);
     }
     if (page.after) {
-      params.push(page.after.at, page.after.id);
-      where.push(`(s.created_at, s.id) < ($${params.length - 1}::timestamptz, $${params.length})`);
+      where.push(olderThan(params, 's.created_at', 's.id', page.after));
     }
     params.push(page.limit);
     // The inventory leaves out the full text (it carries `preview`); a text source may hold a megabyte.

@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/driver.js';
 import type { FailureCode } from './http-client.js';
-import { epochMicros, epochMs } from '../db/sql.js';
+import { epochMicros, epochMs, olderThan } from '../db/sql.js';
 
 export interface SubscriptionRow {
   id: string;
@@ -189,8 +189,7 @@ export const deliveryRepo = {
       where += ` AND d.status = $${params.length}`;
     }
     if (filter.after) {
-      params.push(filter.after.createdAt, filter.after.id);
-      where += ` AND (d.created_at, d.id) < ($${params.length - 1}::timestamptz, $${params.length})`;
+      where += ` AND ${olderThan(params, 'd.created_at', 'd.id', { at: filter.after.createdAt, id: filter.after.id })}`;
     }
     const rows = await db.query<DeliveryListRow>(
       `SELECT d.id, d.event_id, d.event_type, d.subscription_id, d.status, d.attempts, d.http_status, d.failure_code,
