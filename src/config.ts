@@ -138,28 +138,27 @@ function channelProvider(env: Env): 'sandbox' | 'whatsapp' {
   return value;
 }
 
+/** Whether `value` parses as a URL with one of `protocols` (`'https:'`, …). */
+function hasProtocol(value: string, protocols: readonly string[]): boolean {
+  try {
+    return protocols.includes(new URL(value).protocol);
+  } catch {
+    return false;
+  }
+}
+
 function embeddings(env: Env): Config['embeddings'] {
   const url = env.EMBEDDINGS_URL;
   if (!url) return undefined;
-  try {
-    const parsed = new URL(url);
-    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('scheme');
-  } catch {
-    throw new ConfigError(`EMBEDDINGS_URL must be an http(s) URL of an embeddings endpoint, got "${url}"`);
-  }
+  if (!hasProtocol(url, ['http:', 'https:'])) throw new ConfigError(`EMBEDDINGS_URL must be an http(s) URL of an embeddings endpoint, got "${url}"`);
   return { url, apiKey: env.EMBEDDINGS_API_KEY || undefined, model: env.EMBEDDINGS_MODEL || 'text-embedding-3-small', timeoutMs: int(env, 'EMBEDDINGS_TIMEOUT_MS', 30_000, 100, 300_000) };
 }
 
 function redis(env: Env): Config['redis'] {
   const url = env.REDIS_URL;
   if (!url) return undefined;
-  try {
-    const parsed = new URL(url);
-    if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') throw new Error('scheme');
-  } catch {
-    // The value is not echoed: it may hold a password.
-    throw new ConfigError('REDIS_URL must be a redis:// or rediss:// URL, such as redis://127.0.0.1:6379');
-  }
+  // The value is not echoed: it may hold a password.
+  if (!hasProtocol(url, ['redis:', 'rediss:'])) throw new ConfigError('REDIS_URL must be a redis:// or rediss:// URL, such as redis://127.0.0.1:6379');
   const keyPrefix = env.REDIS_KEY_PREFIX ?? 'm2m:';
   if (!/^[A-Za-z0-9:._-]{0,100}$/.test(keyPrefix)) throw new ConfigError('REDIS_KEY_PREFIX must be at most 100 letters, digits, ":", ".", "_" or "-"');
   return { url, keyPrefix };

@@ -3,6 +3,12 @@ import type { Ctx } from '../context.js';
 import { NoInput, type HttpMethod, type SuccessStatus } from '../operations/define.js';
 import type { Services } from '../services.js';
 
+/** The services the admin catalogue's handlers call (provisioning and the outside world), not the whole container. */
+export type AdminServices = Pick<
+  Services,
+  'apiKeys' | 'channels' | 'crawls' | 'crm' | 'inbox' | 'knowledge' | 'knowledgeAssets' | 'messaging' | 'reservations' | 'tenants' | 'webhooks'
+>;
+
 /** A result answered with a status other than the operation's default one (a sync that created: 201). */
 export class WithStatus<T> {
   constructor(
@@ -32,7 +38,7 @@ export interface AdminOperationSpec<P extends TObject, Q extends TObject, B exte
   errors?: readonly number[];
   bodyLimit?: number;
   /** `ctx.tenantId` is the path's tenant, checked to exist before the handler runs; '' above tenants (POST /tenants). */
-  handler: (services: Services, ctx: Ctx, input: AdminInput<P, Q, B>) => Promise<Static<R> | WithStatus<Static<R>>>;
+  handler: (services: AdminServices, ctx: Ctx, input: AdminInput<P, Q, B>) => Promise<Static<R> | WithStatus<Static<R>>>;
 }
 
 /** An admin operation as the route loop and the admin document see it. */
@@ -49,7 +55,7 @@ export interface AdminOperation {
   response: TSchema;
   errors: readonly number[];
   bodyLimit: number | undefined;
-  run(services: Services, ctx: Ctx, input: Record<string, unknown>): Promise<unknown>;
+  run(services: AdminServices, ctx: Ctx, input: Record<string, unknown>): Promise<unknown>;
 }
 
 /**

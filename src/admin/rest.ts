@@ -5,8 +5,7 @@ import { errorResponses } from '../http/schemas.js';
 import { buildAjv } from '../http/validation.js';
 import { fastifyPath, inputOf } from '../operations/rest.js';
 import { dereference } from '../operations/shared-schemas.js';
-import type { Services } from '../services.js';
-import { WithStatus, type AdminOperation } from './define.js';
+import { WithStatus, type AdminOperation, type AdminServices } from './define.js';
 
 function hasProperties(operation: AdminOperation, part: 'params' | 'query'): boolean {
   return Object.keys(operation[part].properties).length > 0;
@@ -44,7 +43,7 @@ function responseChecker(operation: AdminOperation): (body: unknown) => void {
 }
 
 /** Registers every admin operation as a Fastify route: one loop. The tenant comes from the path and must exist. */
-export function registerAdminOperations(app: FastifyInstance, services: Services, operations: readonly AdminOperation[]): void {
+export function registerAdminOperations(app: FastifyInstance, services: AdminServices, operations: readonly AdminOperation[]): void {
   for (const operation of operations) {
     const check = responseChecker(operation);
     app.route({

@@ -7,6 +7,7 @@ import { emit } from '../webhooks/events.js';
 import { systemActor, type Actor } from '../context.js';
 import { normalizePhone } from './phone.js';
 import { conversationRepo, type ContactRow, type ConversationRow } from './repo.js';
+import { caseRepo } from './case-repo.js';
 import { recordActivity, requireActiveOperator, requireConversation } from './service.js';
 import { contactView, conversationView, handoffView } from './views.js';
 
@@ -48,7 +49,7 @@ export async function ensureContact(tx: Tx, tenantId: string, input: ContactInpu
 
 /** One conversation per channel and contact. */
 export async function ensureConversation(tx: Tx, tenantId: string, channel: ChannelRow, contact: ContactRow, now: Date): Promise<ConversationRow> {
-  const existing = await conversationRepo.findConversation(tx, channel.id, contact.id);
+  const existing = await conversationRepo.findConversation(tx, tenantId, channel.id, contact.id);
   if (existing) return existing;
   const inserted = await conversationRepo.insertConversation(tx, {
     id: newId('conv'),
@@ -58,7 +59,7 @@ export async function ensureConversation(tx: Tx, tenantId: string, channel: Chan
     contact,
     now,
   });
-  return inserted ?? (await conversationRepo.findConversation(tx, channel.id, contact.id))!;
+  return inserted ?? (await conversationRepo.findConversation(tx, tenantId, channel.id, contact.id))!;
 }
 
 /** The admin side of the inbox: what arrives from channels and what the dashboard's operators do. */
@@ -85,7 +86,7 @@ export class InboxService {
       await conversationRepo.get(tx, tenantId, conversation.id, true);
       const messageId = newId('msg');
       await conversationRepo.insertMessage(tx, { id: messageId, tenantId, conversationId: conversation.id, direction: 'inbound', text: input.text, now: at });
-      await conversationRepo.recordInbound(tx, conversation.id, { messageId, preview: preview(input.text), at, now });
+      await conversationRepo.recordInbound(tx, tenantId, conversation.id, { messageId, preview: preview(input.text), at, now });
       await recordActivity(tx, { tenantId, conversationId: conversation.id, kind: 'message.inbound', actor: { type: 'contact', id: contact.id }, data: { messageId }, now });
       await emit(tx, now, tenantId, 'message.created', { messageId, conversationId: conversation.id, direction: 'inbound', channel: channel.kind });
       return { conversationId: conversation.id, messageId, contactId: contact.id };
@@ -115,7 +116,7 @@ export class InboxService {
       await requireConversation(tx, tenantId, conversationId, true);
       if (ownerOperatorId !== null) await requireActiveOperator(tx, tenantId, ownerOperatorId);
       const now = this.clock.now();
-      await conversationRepo.setOwner(tx, conversationId, ownerOperatorId, now);
+      await conversationRepo.setOwner(tx, tenantId, conversationId, ownerOperatorId, now);
       await recordActivity(tx, { tenantId, conversationId, kind: 'conversation.owner_changed', actor, data: { ownerOperatorId }, now });
       return conversationView((await conversationRepo.get(tx, tenantId, conversationId))!);
     });
@@ -131,24 +132,24 @@ export class InboxService {
       let action: 'opened' | 'assigned' | 'resolved';
       if (input.action === 'open') {
         if (handoffId) throw conflict('a handoff is already open for this conversation');
-        handoffId = (await conversationRepo.insertHandoff(tx, { id: newId('hof'), tenantId, conversationId, operatorId: input.operatorId ?? null, now })).id;
-        await conversationRepo.setOpenCases(tx, conversationId, { handoffId }, now);
+        handoffId = (await caseRepo.insertHandoff(tx, { id: newId('hof'), tenantId, conversationId, operatorId: input.operatorId ?? null, now })).id;
+        await conversationRepo.setOpenCases(tx, tenantId, conversationId, { handoffId }, now);
         action = 'opened';
       } else {
         if (!handoffId) throw conflict('no handoff is open for this conversation');
         if (input.action === 'assign') {
           if (input.operatorId === undefined) throw invalid('body.operatorId', 'is required to assign (null unassigns)');
-          await conversationRepo.updateHandoff(tx, handoffId, { operatorId: input.operatorId }, now);
+          await caseRepo.updateHandoff(tx, tenantId, handoffId, { operatorId: input.operatorId }, now);
           action = 'assigned';
         } else {
-          await conversationRepo.updateHandoff(tx, handoffId, { resolve: true }, now);
-          await conversationRepo.setOpenCases(tx, conversationId, { handoffId: null }, now);
+          await caseRepo.updateHandoff(tx, tenantId, handoffId, { resolve: true }, now);
+          await conversationRepo.setOpenCases(tx, tenantId, conversationId, { handoffId: null }, now);
           action = 'resolved';
         }
       }
       await recordActivity(tx, { tenantId, conversationId, kind: `handoff.${action}`, actor, data: { caseId: handoffId }, now });
       await emit(tx, now, tenantId, 'conversation.handoff.updated', { conversationId, caseId: handoffId, action });
-      return handoffView((await conversationRepo.getHandoff(tx, handoffId))!);
+      return handoffView((await caseRepo.getHandoff(tx, tenantId, handoffId))!);
     });
   }
 }

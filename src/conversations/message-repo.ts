@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/driver.js';
+import { olderThan } from '../db/sql.js';
 import type { RequestStatus } from '../messaging/repo.js';
 
 export type Direction = 'inbound' | 'outbound';
@@ -39,8 +40,7 @@ export const messageRepo = {
       where += ` AND m.direction = $${params.length}`;
     }
     if (page.before) {
-      params.push(page.before.at, page.before.id);
-      where += ` AND (m.created_at, m.id) < ($${params.length - 1}::timestamptz, $${params.length})`;
+      where += ` AND ${olderThan(params, 'm.created_at', 'm.id', page.before)}`;
     }
     params.push(page.limit);
     return db.query<MessageRow>(`SELECT ${COLUMNS} WHERE ${where} ORDER BY m.created_at DESC, m.id DESC LIMIT $${params.length}`, params);

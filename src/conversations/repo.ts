@@ -1,5 +1,4 @@
 import type { Queryable } from '../db/driver.js';
-import type { REVIEW_REASONS } from './constants.js';
 
 export interface ContactRow {
   id: string;
@@ -42,32 +41,6 @@ export interface InboxCounts {
   total: number;
   unread: number;
   needsReply: number;
-}
-
-export interface ReviewRow {
-  id: string;
-  tenant_id: string;
-  conversation_id: string;
-  status: 'requested' | 'resolved';
-  reason_code: (typeof REVIEW_REASONS)[number];
-  note: string | null;
-  requested_by_id: string;
-  requested_by_name: string;
-  assigned_operator_id: string | null;
-  assigned_operator_name: string | null;
-  requested_at: Date;
-  resolved_at: Date | null;
-  resolution_note: string | null;
-}
-
-export interface HandoffRow {
-  id: string;
-  conversation_id: string;
-  status: 'open' | 'resolved';
-  assigned_operator_id: string | null;
-  opened_at: Date;
-  resolved_at: Date | null;
-  updated_at: Date;
 }
 
 export interface ActivityRow {
@@ -136,8 +109,8 @@ export const conversationRepo = {
     return contact;
   },
 
-  async findConversation(db: Queryable, channelId: string, contactId: string): Promise<ConversationRow | undefined> {
-    return (await db.query<ConversationRow>('SELECT * FROM conversations WHERE channel_id = $1 AND contact_id = $2', [channelId, contactId]))[0];
+  async findConversation(db: Queryable, tenantId: string, channelId: string, contactId: string): Promise<ConversationRow | undefined> {
+    return (await db.query<ConversationRow>('SELECT * FROM conversations WHERE channel_id = $1 AND contact_id = $2 AND tenant_id = $3', [channelId, contactId, tenantId]))[0];
   },
 
   async insertConversation(
@@ -173,7 +146,7 @@ export const conversationRepo = {
    * conversation raises the obligation and moves the last activity; an older imported one only moves the
    * customer-service window forward when it is the latest inbound.
    */
-  async recordInbound(db: Queryable, conversationId: string, fields: { messageId: string; preview: string; at: Date; now: Date }): Promise<void> {
+  async recordInbound(db: Queryable, tenantId: string, conversationId: string, fields: { messageId: string; preview: string; at: Date; now: Date }): Promise<void> {
     await db.query(
       `UPDATE conversations SET last_inbound_at = GREATEST(last_inbound_at, $4), updated_at = $5,
          unread_count = unread_count + CASE WHEN $4 >= last_message_at THEN 1 ELSE 0 END,
@@ -183,95 +156,55 @@ export const conversationRepo = {
          needs_reply_event_id = CASE WHEN $4 >= last_message_at THEN $2 ELSE needs_reply_event_id END,
          last_message_preview = CASE WHEN $4 >= last_message_at THEN $3 ELSE last_message_preview END,
          last_message_at = GREATEST(last_message_at, $4)
-       WHERE id = $1`,
-      [conversationId, fields.messageId, fields.preview, fields.at, fields.now],
+       WHERE id = $1 AND tenant_id = $6`,
+      [conversationId, fields.messageId, fields.preview, fields.at, fields.now, tenantId],
     );
   },
 
-  async recordOutbound(db: Queryable, conversationId: string, fields: { preview: string; now: Date }): Promise<void> {
-    await db.query(`UPDATE conversations SET last_message_at = $3, last_message_preview = $2, updated_at = $3 WHERE id = $1`, [
+  async recordOutbound(db: Queryable, tenantId: string, conversationId: string, fields: { preview: string; now: Date }): Promise<void> {
+    await db.query(`UPDATE conversations SET last_message_at = $3, last_message_preview = $2, updated_at = $3 WHERE id = $1 AND tenant_id = $4`, [
       conversationId,
       fields.preview,
       fields.now,
+      tenantId,
     ]);
   },
 
-  async markRead(db: Queryable, conversationId: string, actorId: string, now: Date): Promise<void> {
-    await db.query(`UPDATE conversations SET unread_count = 0, last_read_at = $3, last_read_by = $2, updated_at = $3 WHERE id = $1`, [conversationId, actorId, now]);
+  async markRead(db: Queryable, tenantId: string, conversationId: string, actorId: string, now: Date): Promise<void> {
+    await db.query(`UPDATE conversations SET unread_count = 0, last_read_at = $3, last_read_by = $2, updated_at = $3 WHERE id = $1 AND tenant_id = $4`, [
+      conversationId,
+      actorId,
+      now,
+      tenantId,
+    ]);
   },
 
-  async clearNeedsReply(db: Queryable, conversationId: string, now: Date): Promise<void> {
+  async clearNeedsReply(db: Queryable, tenantId: string, conversationId: string, now: Date): Promise<void> {
     await db.query(
-      `UPDATE conversations SET needs_reply = false, needs_reply_reason = NULL, needs_reply_detail = NULL, needs_reply_event_id = NULL, updated_at = $2 WHERE id = $1`,
-      [conversationId, now],
+      `UPDATE conversations SET needs_reply = false, needs_reply_reason = NULL, needs_reply_detail = NULL, needs_reply_event_id = NULL, updated_at = $2
+       WHERE id = $1 AND tenant_id = $3`,
+      [conversationId, now, tenantId],
     );
   },
 
-  async setOwner(db: Queryable, conversationId: string, operatorId: string | null, now: Date): Promise<void> {
-    await db.query('UPDATE conversations SET owner_operator_id = $2, updated_at = $3 WHERE id = $1', [conversationId, operatorId, now]);
+  async setOwner(db: Queryable, tenantId: string, conversationId: string, operatorId: string | null, now: Date): Promise<void> {
+    await db.query('UPDATE conversations SET owner_operator_id = $2, updated_at = $3 WHERE id = $1 AND tenant_id = $4', [conversationId, operatorId, now, tenantId]);
   },
 
-  async setOpenCases(db: Queryable, conversationId: string, cases: { reviewId?: string | null; handoffId?: string | null }, now: Date): Promise<void> {
+  async setOpenCases(
+    db: Queryable,
+    tenantId: string,
+    conversationId: string,
+    cases: { reviewId?: string | null; handoffId?: string | null },
+    now: Date,
+  ): Promise<void> {
     await db.query(
       `UPDATE conversations SET
          open_review_id = CASE WHEN $2 THEN $3 ELSE open_review_id END,
          open_handoff_id = CASE WHEN $4 THEN $5 ELSE open_handoff_id END, updated_at = $6
-       WHERE id = $1`,
-      [conversationId, cases.reviewId !== undefined, cases.reviewId ?? null, cases.handoffId !== undefined, cases.handoffId ?? null, now],
+       WHERE id = $1 AND tenant_id = $7`,
+      [conversationId, cases.reviewId !== undefined, cases.reviewId ?? null, cases.handoffId !== undefined, cases.handoffId ?? null, now, tenantId],
     );
-  },
-
-  async insertReview(
-    db: Queryable,
-    row: { id: string; tenantId: string; conversationId: string; reasonCode: string; note: string | null; requestedById: string; requestedByName: string; assignedOperatorId: string | null; now: Date },
-  ): Promise<void> {
-    await db.query(
-      `INSERT INTO review_cases (id, tenant_id, conversation_id, status, reason_code, note, requested_by_id, requested_by_name, assigned_operator_id, requested_at)
-       VALUES ($1, $2, $3, 'requested', $4, $5, $6, $7, $8, $9)`,
-      [row.id, row.tenantId, row.conversationId, row.reasonCode, row.note, row.requestedById, row.requestedByName, row.assignedOperatorId, row.now],
-    );
-  },
-
-  async getReview(db: Queryable, tenantId: string, reviewId: string): Promise<ReviewRow | undefined> {
-    const rows = await db.query<ReviewRow>(
-      `SELECT r.*, o.display_name AS assigned_operator_name FROM review_cases r
-       LEFT JOIN operators o ON o.id = r.assigned_operator_id WHERE r.tenant_id = $1 AND r.id = $2`,
-      [tenantId, reviewId],
-    );
-    return rows[0];
-  },
-
-  async assignReview(db: Queryable, reviewId: string, operatorId: string | null): Promise<void> {
-    await db.query('UPDATE review_cases SET assigned_operator_id = $2 WHERE id = $1', [reviewId, operatorId]);
-  },
-
-  async resolveReview(db: Queryable, reviewId: string, note: string | null, now: Date): Promise<void> {
-    await db.query(`UPDATE review_cases SET status = 'resolved', resolved_at = $3, resolution_note = $2 WHERE id = $1`, [reviewId, note, now]);
-  },
-
-  async insertHandoff(db: Queryable, row: { id: string; tenantId: string; conversationId: string; operatorId: string | null; now: Date }): Promise<HandoffRow> {
-    const rows = await db.query<HandoffRow>(
-      `INSERT INTO handoffs (id, tenant_id, conversation_id, status, assigned_operator_id, opened_at, updated_at)
-       VALUES ($1, $2, $3, 'open', $4, $5, $5) RETURNING *`,
-      [row.id, row.tenantId, row.conversationId, row.operatorId, row.now],
-    );
-    return rows[0];
-  },
-
-  async updateHandoff(db: Queryable, handoffId: string, patch: { operatorId?: string | null; resolve?: boolean }, now: Date): Promise<HandoffRow> {
-    const rows = await db.query<HandoffRow>(
-      `UPDATE handoffs SET
-         assigned_operator_id = CASE WHEN $2 THEN $3 ELSE assigned_operator_id END,
-         status = CASE WHEN $4 THEN 'resolved' ELSE status END,
-         resolved_at = CASE WHEN $4 THEN $5::timestamptz ELSE resolved_at END, updated_at = $5
-       WHERE id = $1 RETURNING *`,
-      [handoffId, patch.operatorId !== undefined, patch.operatorId ?? null, patch.resolve === true, now],
-    );
-    return rows[0];
-  },
-
-  async getHandoff(db: Queryable, handoffId: string): Promise<HandoffRow | undefined> {
-    return (await db.query<HandoffRow>('SELECT * FROM handoffs WHERE id = $1', [handoffId]))[0];
   },
 
   async insertActivity(

@@ -1,3 +1,4 @@
+import { olderThan } from '../db/sql.js';
 import type { ConversationRow, InboxCounts } from './repo.js';
 
 /**
@@ -160,8 +161,7 @@ export function inboxListStatement(filter: ListFilter, page: InboxPageRequest): 
     const counts = searching ? searchCountsSql(filter, page.countCap, params) : counterCountsSql(filter, params);
     let pageWhere = filterSql(filter, params);
     if (page.after) {
-      params.push(page.after.at, page.after.id);
-      pageWhere += ` AND (c.last_message_at, c.id) < ($${params.length - 1}::timestamptz, $${params.length})`;
+      pageWhere += ` AND ${olderThan(params, 'c.last_message_at', 'c.id', page.after)}`;
     }
     params.push(page.limit);
     sql = `SELECT k.*, p.* FROM (${counts}) k LEFT JOIN LATERAL (

@@ -10,6 +10,7 @@ import type { Actor, Ctx } from '../context.js';
 import { ACTIVITY_CHANNEL } from './actor.js';
 import type { AssignReviewBody, ConversationParams, ListConversationsQuery, OpenReviewBody, ResolveReviewBody } from './schema.js';
 import { conversationRepo, type ConversationRow } from './repo.js';
+import { caseRepo } from './case-repo.js';
 import { inboxSearchRepo } from './search-repo.js';
 import type { ListFilter } from './search-sql.js';
 import { conversationView, reviewView } from './views.js';
@@ -128,7 +129,7 @@ export class ConversationService {
       const now = this.clock.now();
       const changed = conversation.unread_count > 0;
       if (changed) {
-        await conversationRepo.markRead(tx, conversationId, actor.id ?? actor.type, now);
+        await conversationRepo.markRead(tx, tenantId, conversationId, actor.id ?? actor.type, now);
         await recordActivity(tx, { tenantId, conversationId, kind: 'conversation.read', actor, data: { unreadCountBefore: conversation.unread_count }, now });
       }
       return {
@@ -152,7 +153,7 @@ export class ConversationService {
       const now = this.clock.now();
       const changed = conversation.needs_reply;
       if (changed) {
-        await conversationRepo.clearNeedsReply(tx, conversationId, now);
+        await conversationRepo.clearNeedsReply(tx, tenantId, conversationId, now);
         await recordActivity(tx, {
           tenantId,
           conversationId,
@@ -194,7 +195,7 @@ export class ConversationService {
       if (input.assignedOperatorId) await requireActiveOperator(tx, tenantId, input.assignedOperatorId);
       const now = this.clock.now();
       const id = newId('rev');
-      await conversationRepo.insertReview(tx, {
+      await caseRepo.insertReview(tx, {
         id,
         tenantId,
         conversationId,
@@ -205,7 +206,7 @@ export class ConversationService {
         assignedOperatorId: input.assignedOperatorId ?? null,
         now,
       });
-      await conversationRepo.setOpenCases(tx, conversationId, { reviewId: id }, now);
+      await conversationRepo.setOpenCases(tx, tenantId, conversationId, { reviewId: id }, now);
       await recordActivity(tx, { tenantId, conversationId, kind: 'review.opened', actor, data: { reviewCaseId: id, reasonCode: input.reasonCode ?? 'other' }, now });
       return this.review(tx, tenantId, id);
     });
@@ -216,7 +217,7 @@ export class ConversationService {
     return this.db.transaction(async (tx) => {
       const reviewId = await this.openReviewId(tx, tenantId, conversationId);
       if (operatorId !== null) await requireActiveOperator(tx, tenantId, operatorId);
-      await conversationRepo.assignReview(tx, reviewId, operatorId);
+      await caseRepo.assignReview(tx, tenantId, reviewId, operatorId);
       await recordActivity(tx, { tenantId, conversationId, kind: 'review.assigned', actor, data: { reviewCaseId: reviewId, operatorId }, now: this.clock.now() });
       return this.review(tx, tenantId, reviewId);
     });
@@ -227,8 +228,8 @@ export class ConversationService {
     return this.db.transaction(async (tx) => {
       const reviewId = await this.openReviewId(tx, tenantId, conversationId);
       const now = this.clock.now();
-      await conversationRepo.resolveReview(tx, reviewId, resolutionNote ?? null, now);
-      await conversationRepo.setOpenCases(tx, conversationId, { reviewId: null }, now);
+      await caseRepo.resolveReview(tx, tenantId, reviewId, resolutionNote ?? null, now);
+      await conversationRepo.setOpenCases(tx, tenantId, conversationId, { reviewId: null }, now);
       await recordActivity(tx, { tenantId, conversationId, kind: 'review.resolved', actor, data: { reviewCaseId: reviewId }, now });
       return this.review(tx, tenantId, reviewId);
     });
@@ -241,7 +242,7 @@ export class ConversationService {
   }
 
   private async review(tx: Tx, tenantId: string, reviewId: string) {
-    const row = await conversationRepo.getReview(tx, tenantId, reviewId);
+    const row = await caseRepo.getReview(tx, tenantId, reviewId);
     if (!row) throw new DomainError('M2M_INTERNAL_ERROR', 'review vanished inside its transaction');
     return reviewView(row);
   }

@@ -1,5 +1,6 @@
 import { iso } from '../util/time.js';
-import type { ContactRow, HandoffRow, ReviewRow } from './repo.js';
+import type { HandoffRow, ReviewRow } from './case-repo.js';
+import type { ContactRow } from './repo.js';
 import type { InboxRow } from './search-sql.js';
 
 export function contactView(row: ContactRow) {

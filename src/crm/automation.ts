@@ -68,7 +68,7 @@ async function runTenant(db: Db, sender: FollowUpSender, tenantId: string, now: 
       const written = await db.transaction(async (tx) => {
         const current = await crmRepo.getFollowUp(tx, tenantId, row.id, true);
         if (!current || current.draft_status !== 'empty' || current.claim_state || (current.status !== 'pending' && current.status !== 'scheduled')) return false;
-        await crmRepo.updateFollowUp(tx, row.id, { message_draft: generatedDraft(current, contactName), draft_status: 'generated' }, now);
+        await crmRepo.updateFollowUp(tx, tenantId, row.id, { message_draft: generatedDraft(current, contactName), draft_status: 'generated' }, now);
         return true;
       });
       if (written) drafted++;

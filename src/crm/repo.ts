@@ -132,17 +132,17 @@ export const crmRepo = {
 
   async updateFollowUp(
     db: Queryable,
+    tenantId: string,
     id: string,
     patch: Partial<Pick<FollowUpRow, 'status' | 'message_draft' | 'draft_status' | 'due_at' | 'claim_state' | 'claimed_at' | 'sent_at' | 'reply_id' | 'request_event_id' | 'feedback_reason'>>,
     now: Date,
   ): Promise<FollowUpRow> {
     const columns = Object.keys(patch) as Array<keyof typeof patch>;
-    const sets = columns.map((column, i) => `${column} = $${i + 2}`);
-    const rows = await db.query<FollowUpRow>(`UPDATE follow_ups SET ${[...sets, `updated_at = $${columns.length + 2}`].join(', ')} WHERE id = $1 RETURNING *`, [
-      id,
-      ...columns.map((column) => patch[column]),
-      now,
-    ]);
+    const sets = columns.map((column, i) => `${column} = $${i + 3}`);
+    const rows = await db.query<FollowUpRow>(
+      `UPDATE follow_ups SET ${[...sets, `updated_at = $${columns.length + 3}`].join(', ')} WHERE tenant_id = $1 AND id = $2 RETURNING *`,
+      [tenantId, id, ...columns.map((column) => patch[column]), now],
+    );
     return rows[0];
   },
 

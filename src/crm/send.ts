@@ -89,6 +89,7 @@ export class FollowUpSender {
     });
     const claimed = await crmRepo.updateFollowUp(
       tx,
+      row.tenant_id,
       row.id,
       { status: 'sending', claim_state: 'completed', claimed_at: now, reply_id: queued.replyId, request_event_id: queued.requestEventId, message_draft: text },
       now,
@@ -111,7 +112,7 @@ export class FollowUpSender {
     const now = this.clock.now();
     const row = await requireFollowUp(tx, tenantId, followUpId, true);
     if (row.status !== 'sending') return row;
-    const sent = await crmRepo.updateFollowUp(tx, row.id, { status: 'sent', sent_at: now }, now);
+    const sent = await crmRepo.updateFollowUp(tx, tenantId, row.id, { status: 'sent', sent_at: now }, now);
     if (row.opportunity_id) {
       const opportunity = await crmRepo.updateOpportunity(tx, tenantId, row.opportunity_id, { followUpAt: now }, now);
       if (opportunity) await emitOpportunityUpdated(tx, now, opportunity, ['lastFollowUpAt']);

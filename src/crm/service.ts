@@ -128,7 +128,7 @@ export class CrmService {
       const row = await requireFollowUp(tx, tenantId, id, true);
       const status = effectiveStatus(row, this.clock.now());
       if (!OPEN.includes(status) || row.claim_state) throw conflict(`a ${status} follow-up cannot be edited`, { status });
-      const changes: Parameters<typeof crmRepo.updateFollowUp>[2] = {};
+      const changes: Parameters<typeof crmRepo.updateFollowUp>[3] = {};
       if (patch.messageDraft !== undefined) {
         changes.message_draft = patch.messageDraft;
         changes.draft_status = 'edited';
@@ -137,7 +137,7 @@ export class CrmService {
         changes.due_at = patch.dueAt === null ? null : new Date(patch.dueAt);
         changes.status = patch.dueAt === null ? 'pending' : 'scheduled';
       }
-      return { followUp: followUpView(await crmRepo.updateFollowUp(tx, id, changes, this.clock.now())) };
+      return { followUp: followUpView(await crmRepo.updateFollowUp(tx, tenantId, id, changes, this.clock.now())) };
     });
   }
 
@@ -155,7 +155,7 @@ export class CrmService {
       const row = await requireFollowUp(tx, tenantId, id, true);
       const status = effectiveStatus(row, this.clock.now());
       if (!OPEN.includes(status) || row.claim_state) throw conflict(`a ${status} follow-up cannot be ${outcome}`, { status });
-      const updated = await crmRepo.updateFollowUp(tx, id, { status: outcome, feedback_reason: feedbackReason ?? null }, this.clock.now());
+      const updated = await crmRepo.updateFollowUp(tx, tenantId, id, { status: outcome, feedback_reason: feedbackReason ?? null }, this.clock.now());
       return { followUp: followUpView(updated) };
     });
   }

@@ -24,3 +24,12 @@ export function epochMs(column: string): string {
 export function epochMicros(column: string): string {
   return `(date_part('epoch', ${column}) * 1000000)::int8`;
 }
+
+/**
+ * The keyset condition of a newest-first page after the row (`at`, `id`): `(atColumn, idColumn) < ($n, $n+1)`,
+ * with its two values appended to `params`. Row comparison, so one index on (at, id) serves it.
+ */
+export function olderThan(params: unknown[], atColumn: string, idColumn: string, after: { at: unknown; id: unknown }): string {
+  params.push(after.at, after.id);
+  return `(${atColumn}, ${idColumn}) < ($${params.length - 1}::timestamptz, $${params.length})`;
+}

@@ -112,8 +112,8 @@ export class AssetService {
       await this.requireFolder(tx, tenantId, folderId, true);
       if (patch.propertyId) await requireProperty(tx, tenantId, patch.propertyId);
       const now = this.clock.now();
-      await folderRepo.update(tx, folderId, { ...patch, description: patch.description === '' ? null : patch.description }, now);
-      if (patch.propertyId !== undefined) await sourceRepo.setFolderScope(tx, folderId, patch.propertyId, now);
+      await folderRepo.update(tx, tenantId, folderId, { ...patch, description: patch.description === '' ? null : patch.description }, now);
+      if (patch.propertyId !== undefined) await sourceRepo.setFolderScope(tx, tenantId, folderId, patch.propertyId, now);
       return { folder: await this.folderView(tx, await this.requireFolder(tx, tenantId, folderId)) };
     });
   }
@@ -130,7 +130,7 @@ export class AssetService {
       if (!asset || asset.kind !== 'asset') throw notFound('asset');
       if (folder && !folder.active) throw conflict('the folder is inactive; activate it before moving assets into it', { folderId: folder.id });
       if (asset.folder_id !== (folder?.id ?? null)) {
-        await sourceRepo.moveToFolder(tx, asset.id, folder ? { id: folder.id, propertyId: folder.property_id } : null, this.clock.now());
+        await sourceRepo.moveToFolder(tx, tenantId, asset.id, folder ? { id: folder.id, propertyId: folder.property_id } : null, this.clock.now());
       }
       return { asset: assetView((await sourceRepo.get(tx, tenantId, sourceId))!) };
     });

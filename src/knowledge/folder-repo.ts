@@ -45,7 +45,7 @@ export const folderRepo = {
   },
 
   /** Applies the supplied fields; turning a folder inactive bumps the share token version (revoking its links). */
-  async update(db: Queryable, folderId: string, patch: FolderPatch, now: Date): Promise<void> {
+  async update(db: Queryable, tenantId: string, folderId: string, patch: FolderPatch, now: Date): Promise<void> {
     await db.query(
       `UPDATE knowledge_asset_folders SET
          title = coalesce($2, title),
@@ -54,9 +54,9 @@ export const folderRepo = {
          share_token_version = CASE WHEN active AND $7 = false THEN share_token_version + 1 ELSE share_token_version END,
          active = coalesce($7, active),
          updated_at = $8
-       WHERE id = $1`,
+       WHERE id = $1 AND tenant_id = $9`,
       [folderId, patch.title ?? null, patch.description !== undefined, patch.description ?? null, patch.propertyId !== undefined, patch.propertyId ?? null,
-        patch.active ?? null, now],
+        patch.active ?? null, now, tenantId],
     );
   },
 };

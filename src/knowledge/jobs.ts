@@ -65,7 +65,7 @@ async function ingest(deps: KnowledgeJobDeps, job: ClaimedJob<typeof TASK_INGEST
     const permanent = (error instanceof ExtractionError || error instanceof FetchFailure) && error.permanent;
     if (!permanent && job.attempts < job.maxAttempts) throw error;
     await db.transaction(async (tx) => {
-      await sourceRepo.failIngest(tx, source.id, describe(error), ctx.clock.now());
+      await sourceRepo.failIngest(tx, source.tenant_id, source.id, describe(error), ctx.clock.now());
       await ctx.completeIn(tx);
     });
     ctx.log.info({ sourceId: source.id, reason: describe(error) }, 'ingestion failed');
@@ -97,7 +97,7 @@ async function validate(deps: KnowledgeJobDeps, job: ClaimedJob<typeof TASK_VALI
     result = { status: 'failed', findings: [`validation could not complete: ${describe(error)}`], detectedContentType: null, mediaType: null };
   }
   await db.transaction(async (tx) => {
-    await sourceRepo.setValidation(tx, source.id, { ...result, now: ctx.clock.now() });
+    await sourceRepo.setValidation(tx, source.tenant_id, source.id, { ...result, now: ctx.clock.now() });
     await ctx.completeIn(tx);
   });
 }

@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/driver.js';
-import { cursorText, isoText } from '../db/sql.js';
+import { cursorText, isoText, olderThan } from '../db/sql.js';
 import type { Chunk } from './chunker.js';
 
 export type SourceKind = 'text' | 'file' | 'url' | 'asset' | 'website' | 'website_page';
@@ -122,7 +122,7 @@ export const sourceRepo = {
 
   /** Replaces a source's chunks and records the ingestion result, in the caller's transaction. */
   async storeChunks(db: Queryable, source: { id: string; tenantId: string }, chunks: Chunk[], result: { preview: string | null; now: Date }): Promise<void> {
-    await db.query('DELETE FROM knowledge_chunks WHERE source_id = $1', [source.id]);
+    await db.query('DELETE FROM knowledge_chunks WHERE source_id = $1 AND tenant_id = $2', [source.id, source.tenantId]);
     const batch = 1000;
     for (let start = 0; start < chunks.length; start += batch) {
       const slice = chunks.slice(start, start + batch);
@@ -134,15 +134,15 @@ export const sourceRepo = {
     }
     await db.query(
       `UPDATE knowledge_sources SET chunk_count = $2, tokens = $3, preview = coalesce($4, preview), ingest_status = 'ready',
-         ingest_error = NULL, ingested_at = $5, updated_at = $5 WHERE id = $1`,
-      [source.id, chunks.length, chunks.reduce((sum, c) => sum + c.tokens, 0), result.preview, result.now],
+         ingest_error = NULL, ingested_at = $5, updated_at = $5 WHERE id = $1 AND tenant_id = $6`,
+      [source.id, chunks.length, chunks.reduce((sum, c) => sum + c.tokens, 0), result.preview, result.now, source.tenantId],
     );
   },
 
-  async failIngest(db: Queryable, sourceId: string, error: string, now: Date): Promise<void> {
+  async failIngest(db: Queryable, tenantId: string, sourceId: string, error: string, now: Date): Promise<void> {
     await db.query(
-      `UPDATE knowledge_sources SET ingest_status = 'failed', ingest_error = $2, ingested_at = $3, updated_at = $3 WHERE id = $1`,
-      [sourceId, error.slice(0, 2000), now],
+      `UPDATE knowledge_sources SET ingest_status = 'failed', ingest_error = $2, ingested_at = $3, updated_at = $3 WHERE id = $1 AND tenant_id = $4`,
+      [sourceId, error.slice(0, 2000), now, tenantId],
     );
   },
 
@@ -153,36 +153,38 @@ export const sourceRepo = {
   /** Records an asset's validation outcome, unless it was already decided. Returns false when it was. */
   async setValidation(
     db: Queryable,
+    tenantId: string,
     sourceId: string,
     result: { status: ValidationStatus; findings: string[]; detectedContentType: string | null; mediaType: 'image' | 'document' | null; now: Date },
   ): Promise<boolean> {
     const rows = await db.query(
       `UPDATE knowledge_sources SET validation_status = $2, validation_findings = $3, detected_content_type = $4,
          media_type = coalesce($5, media_type), updated_at = $6
-       WHERE id = $1 AND validation_status = 'pending' RETURNING id`,
-      [sourceId, result.status, JSON.stringify(result.findings), result.detectedContentType, result.mediaType, result.now],
+       WHERE id = $1 AND tenant_id = $7 AND validation_status = 'pending' RETURNING id`,
+      [sourceId, result.status, JSON.stringify(result.findings), result.detectedContentType, result.mediaType, result.now, tenantId],
     );
     return rows.length > 0;
   },
 
   /** Puts an asset into a folder (appended to its order, taking its scope) or takes it out (folder null). */
-  async moveToFolder(db: Queryable, sourceId: string, folder: { id: string; propertyId: string | null } | null, now: Date): Promise<void> {
+  async moveToFolder(db: Queryable, tenantId: string, sourceId: string, folder: { id: string; propertyId: string | null } | null, now: Date): Promise<void> {
     await db.query(
       `UPDATE knowledge_sources SET folder_id = $2::text,
          folder_position = CASE WHEN $2::text IS NULL THEN NULL
-           ELSE (SELECT coalesce(max(folder_position), 0) + 1 FROM knowledge_sources WHERE folder_id = $2::text) END,
+           ELSE (SELECT coalesce(max(folder_position), 0) + 1 FROM knowledge_sources WHERE folder_id = $2::text AND tenant_id = $5) END,
          property_id = CASE WHEN $2::text IS NULL THEN property_id ELSE $3::text END, updated_at = $4
-       WHERE id = $1`,
-      [sourceId, folder?.id ?? null, folder?.propertyId ?? null, now],
+       WHERE id = $1 AND tenant_id = $5`,
+      [sourceId, folder?.id ?? null, folder?.propertyId ?? null, now, tenantId],
     );
   },
 
   /** The folder's scope change, applied to every asset in it. */
-  async setFolderScope(db: Queryable, folderId: string, propertyId: string | null, now: Date): Promise<void> {
-    await db.query('UPDATE knowledge_sources SET property_id = $2, updated_at = $3 WHERE folder_id = $1 AND property_id IS DISTINCT FROM $2', [
+  async setFolderScope(db: Queryable, tenantId: string, folderId: string, propertyId: string | null, now: Date): Promise<void> {
+    await db.query('UPDATE knowledge_sources SET property_id = $2, updated_at = $3 WHERE folder_id = $1 AND tenant_id = $4 AND property_id IS DISTINCT FROM $2', [
       folderId,
       propertyId,
       now,
+      tenantId,
     ]);
   },
 
@@ -223,8 +225,7 @@ export const sourceRepo = {
       where.push(`s.search_text LIKE $${params.length}`);
     }
     if (page.after) {
-      params.push(page.after.at, page.after.id);
-      where.push(`(s.created_at, s.id) < ($${params.length - 1}::timestamptz, $${params.length})`);
+      where.push(olderThan(params, 's.created_at', 's.id', page.after));
     }
     params.push(page.limit);
     // The inventory leaves out the full text (it carries `preview`); a text source may hold a megabyte.

@@ -83,10 +83,11 @@ export const websiteRepo = {
       [row.id, row.tenantId, row.websiteId, row.state, row.now],
     );
     if (row.state === 'current') {
-      await db.query('UPDATE knowledge_websites SET current_generation_id = $2, last_crawled_at = $3, updated_at = $3 WHERE id = $1', [
+      await db.query('UPDATE knowledge_websites SET current_generation_id = $2, last_crawled_at = $3, updated_at = $3 WHERE id = $1 AND tenant_id = $4', [
         row.websiteId,
         row.id,
         row.now,
+        row.tenantId,
       ]);
     }
   },

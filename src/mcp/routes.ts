@@ -10,11 +10,14 @@ import { keyCtx } from '../context.js';
 import { DomainError, errorBody, invalid, type ErrorCode, type Issue } from '../errors.js';
 import { principalOf } from '../http/auth.js';
 import { Strict, StringEnum } from '../http/schemas.js';
-import { executeOperation } from '../operations/execute.js';
+import { executeOperation, type ExecuteServices } from '../operations/execute.js';
 import { AREAS } from '../operations/define.js';
 import type { Services } from '../services.js';
 import { checkArguments } from './arguments.js';
 import { buildTools, parseToolFilter, toolVisible, type Tool, type ToolFilter } from './tools.js';
+
+/** The operations' services, and the log for a tool that fails unexpectedly. */
+type McpServices = ExecuteServices & Pick<Services, 'log'>;
 
 const McpQuery = Type.Object(
   {
@@ -55,7 +58,7 @@ function validateInput(tool: Tool, args: Record<string, unknown>): { input: Reco
 }
 
 /** One MCP server per request (stateless Streamable HTTP): tools run as the request's API key. */
-function mcpServer(services: Services, principal: Principal, requestId: string, tools: Map<string, Tool>, filter: ToolFilter): Server {
+function mcpServer(services: McpServices, principal: Principal, requestId: string, tools: Map<string, Tool>, filter: ToolFilter): Server {
   const server = new Server({ name: 'm2m-messaging-api', version: '1.0.0' }, { capabilities: { tools: {} } });
   const allowed = (tool: Tool) => refusedScopes(principal.scopes, tool.operation.scopes, tool.operation.scopeMode).length === 0;
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
@@ -98,7 +101,7 @@ function rpcError(reply: FastifyReply, id: unknown, message: string, data: Recor
 }
 
 /** MCP (Streamable HTTP, stateless) at POST /m2m/v1/mcp, behind the same bearer keys and scopes. */
-export function mcpRoutes(services: Services) {
+export function mcpRoutes(services: McpServices) {
   const tools = buildTools();
   return async (instance: FastifyInstance): Promise<void> => {
     const app = instance.withTypeProvider<TypeBoxTypeProvider>();

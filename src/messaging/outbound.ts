@@ -41,7 +41,7 @@ export class OutboundQueue {
     const replyId = newId('msg');
     const requestEventId = newId('mrq');
     await conversationRepo.insertMessage(tx, { id: replyId, tenantId: input.tenantId, conversationId: input.conversationId, direction: 'outbound', text: input.text, requestEventId, now });
-    await conversationRepo.recordOutbound(tx, input.conversationId, { preview: preview(input.text), now });
+    await conversationRepo.recordOutbound(tx, input.tenantId, input.conversationId, { preview: preview(input.text), now });
     await messageRequestRepo.insert(tx, {
       id: requestEventId,
       tenant_id: input.tenantId,

@@ -30,7 +30,7 @@ export function registerSendPipeline(runner: JobRunner, deps: { db: Db; provider
     if (row.status !== 'queued' || row.provider_message_id) return; // already sent (or failed): never send twice
 
     if (row.dispatching_at) {
-      await messageRequestRepo.noteUnknownOutcome(db, row.id, ctx.clock.now());
+      await messageRequestRepo.noteUnknownOutcome(db, tenantId, row.id, ctx.clock.now());
       await db.transaction(async (tx) => {
         const locked = (await messageRequestRepo.get(tx, tenantId, row.id, true))!;
         await moveStatus(tx, ctx.clock.now(), locked, 'failed', {
@@ -45,7 +45,7 @@ export function registerSendPipeline(runner: JobRunner, deps: { db: Db; provider
     }
 
     const channel = await channelRepo.get(db, tenantId, row.channel_id);
-    await messageRequestRepo.startDispatch(db, row.id, ctx.clock.now());
+    await messageRequestRepo.startDispatch(db, tenantId, row.id, ctx.clock.now());
     try {
       const accepted = await provider.send(
         {
@@ -61,7 +61,7 @@ export function registerSendPipeline(runner: JobRunner, deps: { db: Db; provider
       );
       await db.transaction(async (tx) => {
         const locked = (await messageRequestRepo.get(tx, tenantId, row.id, true))!;
-        await messageRequestRepo.recordAccepted(tx, row.id, accepted.providerMessageId, ctx.clock.now());
+        await messageRequestRepo.recordAccepted(tx, tenantId, row.id, accepted.providerMessageId, ctx.clock.now());
         await moveStatus(tx, ctx.clock.now(), { ...locked, provider_message_id: accepted.providerMessageId }, 'sent');
         await ctx.completeIn(tx);
       });
@@ -69,7 +69,7 @@ export function registerSendPipeline(runner: JobRunner, deps: { db: Db; provider
       ctx.log.info({ requestEventId, providerMessageId: accepted.providerMessageId }, 'message accepted by the provider');
     } catch (error) {
       const failure = error instanceof ProviderError ? error : new ProviderError('send_error', 'unexpected error while sending', true);
-      await messageRequestRepo.recordDispatchError(db, row.id, { code: failure.code, message: failure.message }, ctx.clock.now());
+      await messageRequestRepo.recordDispatchError(db, tenantId, row.id, { code: failure.code, message: failure.message }, ctx.clock.now());
       if (failure.retryable && job.attempts < job.maxAttempts) {
         counters.sendOutcome('retrying');
         throw failure; // the runner retries with backoff

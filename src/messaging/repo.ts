@@ -43,6 +43,7 @@ export const messageRequestRepo = {
     return (await db.query<MessageRequestRow>(`SELECT * FROM message_requests WHERE tenant_id = $1 AND id = $2${lock ? ' FOR NO KEY UPDATE' : ''}`, [tenantId, id]))[0];
   },
 
+  /** Across tenants by design: a provider's status callback names only its own message id. */
   async getByProviderId(db: Queryable, provider: string, providerMessageId: string, lock = false): Promise<MessageRequestRow | undefined> {
     return (
       await db.query<MessageRequestRow>(`SELECT * FROM message_requests WHERE provider = $1 AND provider_message_id = $2${lock ? ' FOR NO KEY UPDATE' : ''}`, [
@@ -61,35 +62,52 @@ export const messageRequestRepo = {
   },
 
   /** Marks a provider call as started (committed before the call, so a crash leaves evidence). */
-  async startDispatch(db: Queryable, id: string, now: Date): Promise<void> {
-    await db.query('UPDATE message_requests SET dispatching_at = $2, dispatch_attempts = dispatch_attempts + 1, updated_at = $2 WHERE id = $1', [id, now]);
+  async startDispatch(db: Queryable, tenantId: string, id: string, now: Date): Promise<void> {
+    await db.query('UPDATE message_requests SET dispatching_at = $2, dispatch_attempts = dispatch_attempts + 1, updated_at = $2 WHERE id = $1 AND tenant_id = $3', [
+      id,
+      now,
+      tenantId,
+    ]);
   },
 
-  async noteUnknownOutcome(db: Queryable, id: string, now: Date): Promise<void> {
-    await db.query('UPDATE message_requests SET dispatching_at = NULL, unknown_outcomes = unknown_outcomes + 1, updated_at = $2 WHERE id = $1', [id, now]);
+  async noteUnknownOutcome(db: Queryable, tenantId: string, id: string, now: Date): Promise<void> {
+    await db.query('UPDATE message_requests SET dispatching_at = NULL, unknown_outcomes = unknown_outcomes + 1, updated_at = $2 WHERE id = $1 AND tenant_id = $3', [
+      id,
+      now,
+      tenantId,
+    ]);
   },
 
-  async recordAccepted(db: Queryable, id: string, providerMessageId: string, now: Date): Promise<void> {
+  async recordAccepted(db: Queryable, tenantId: string, id: string, providerMessageId: string, now: Date): Promise<void> {
     await db.query(
-      `UPDATE message_requests SET provider_message_id = $2, dispatching_at = NULL, error_code = NULL, error_message = NULL, updated_at = $3 WHERE id = $1`,
-      [id, providerMessageId, now],
+      `UPDATE message_requests SET provider_message_id = $2, dispatching_at = NULL, error_code = NULL, error_message = NULL, updated_at = $3
+       WHERE id = $1 AND tenant_id = $4`,
+      [id, providerMessageId, now, tenantId],
     );
   },
 
-  async recordDispatchError(db: Queryable, id: string, error: { code: string; message: string }, now: Date): Promise<void> {
-    await db.query(`UPDATE message_requests SET dispatching_at = NULL, error_code = $2, error_message = $3, updated_at = $4 WHERE id = $1`, [
+  async recordDispatchError(db: Queryable, tenantId: string, id: string, error: { code: string; message: string }, now: Date): Promise<void> {
+    await db.query(`UPDATE message_requests SET dispatching_at = NULL, error_code = $2, error_message = $3, updated_at = $4 WHERE id = $1 AND tenant_id = $5`, [
       id,
       error.code,
       error.message,
       now,
+      tenantId,
     ]);
   },
 
-  async setStatus(db: Queryable, id: string, status: RequestStatus, error: { code: string; message: string } | null, now: Date): Promise<MessageRequestRow> {
+  async setStatus(
+    db: Queryable,
+    tenantId: string,
+    id: string,
+    status: RequestStatus,
+    error: { code: string; message: string } | null,
+    now: Date,
+  ): Promise<MessageRequestRow> {
     const rows = await db.query<MessageRequestRow>(
       `UPDATE message_requests SET status = $2, error_code = COALESCE($3, error_code), error_message = COALESCE($4, error_message), updated_at = $5
-       WHERE id = $1 RETURNING *`,
-      [id, status, error?.code ?? null, error?.message ?? null, now],
+       WHERE id = $1 AND tenant_id = $6 RETURNING *`,
+      [id, status, error?.code ?? null, error?.message ?? null, now, tenantId],
     );
     return rows[0];
   },

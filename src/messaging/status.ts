@@ -24,7 +24,7 @@ export async function moveStatus(
   error: { code: string; message: string } | null = null,
 ): Promise<MessageRequestRow> {
   if (!canMove(row.status, to)) return row;
-  const updated = await messageRequestRepo.setStatus(tx, row.id, to, error, now);
+  const updated = await messageRequestRepo.setStatus(tx, row.tenant_id, row.id, to, error, now);
   await emit(tx, now, row.tenant_id, 'message.delivery.updated', {
     requestEventId: row.id,
     status: to,

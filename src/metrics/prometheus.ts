@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/driver.js';
 import type { WorkCounters } from './counters.js';
-import { deliveryLag, dueJobsByTask } from './repo.js';
+import { deliveryLag, dueJobsByTask, type QueueRow } from './repo.js';
 
 /** `load` shared by the callers that ask while it runs (the gauges of one scrape). */
 function shared<T>(load: () => Promise<T>): () => Promise<T> {
@@ -63,28 +63,20 @@ export class Metrics {
     // Gauges that come from one query share it: the registry collects them concurrently, so one in-flight
     // query serves both.
     const dueJobs = shared(() => dueJobsByTask(db, clock.now()));
-    new Gauge({
-      name: 'm2m_job_queue_depth',
-      help: 'Jobs due and waiting for a worker, by task',
-      labelNames: ['task'],
-      registers: [registry],
-      async collect() {
-        const rows = await dueJobs();
-        this.reset();
-        for (const row of rows) this.set({ task: row.task }, row.depth);
-      },
-    });
-    new Gauge({
-      name: 'm2m_job_queue_oldest_age_seconds',
-      help: 'How long the oldest due job of each task has waited',
-      labelNames: ['task'],
-      registers: [registry],
-      async collect() {
-        const rows = await dueJobs();
-        this.reset();
-        for (const row of rows) this.set({ task: row.task }, row.oldest_seconds);
-      },
-    });
+    const perTask = (name: string, help: string, value: (row: QueueRow) => number) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['task'],
+        registers: [registry],
+        async collect() {
+          const rows = await dueJobs();
+          this.reset();
+          for (const row of rows) this.set({ task: row.task }, value(row));
+        },
+      });
+    perTask('m2m_job_queue_depth', 'Jobs due and waiting for a worker, by task', (row) => row.depth);
+    perTask('m2m_job_queue_oldest_age_seconds', 'How long the oldest due job of each task has waited', (row) => row.oldest_seconds);
     const lag = shared(() => deliveryLag(db, clock.now()));
     new Gauge({
       name: 'm2m_webhook_deliveries_due',

@@ -8,6 +8,12 @@ import type { Services } from '../services.js';
 export const AREAS = ['conversations', 'messaging', 'reservations', 'crm', 'knowledge', 'webhooks', 'events'] as const;
 export type Area = (typeof AREAS)[number];
 
+/** The domain services the public catalogue's handlers call: an operation gets these, not the whole container. */
+export type OperationServices = Pick<
+  Services,
+  'conversations' | 'conversationContent' | 'crawls' | 'crm' | 'events' | 'followUpSender' | 'knowledge' | 'knowledgeAssets' | 'messaging' | 'replies' | 'reservations' | 'webhooks'
+>;
+
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 export type SuccessStatus = 200 | 201 | 202 | 204;
 
@@ -84,7 +90,7 @@ export interface OperationSpec<P extends TObject, Q extends TObject, B extends T
   /** MCP hints. Reads are read-only; DELETE, revocations and sends are destructive. */
   hints?: { destructive?: boolean; idempotent?: boolean; openWorld?: boolean };
   bodyLimit?: number;
-  handler: (services: Services, ctx: Ctx, input: InputOf<P, Q, B, I>) => Promise<Static<R> | Replayable<Static<R>>>;
+  handler: (services: OperationServices, ctx: Ctx, input: InputOf<P, Q, B, I>) => Promise<Static<R> | Replayable<Static<R>>>;
 }
 
 /** An operation as the surfaces see it (REST, OpenAPI, MCP, SDK generator): schemas always present. */
@@ -103,7 +109,7 @@ export interface Operation extends OperationIdentity {
   idempotent: boolean;
   openWorld: boolean;
   bodyLimit: number | undefined;
-  run(services: Services, ctx: Ctx, input: Record<string, unknown>): Promise<unknown>;
+  run(services: OperationServices, ctx: Ctx, input: Record<string, unknown>): Promise<unknown>;
 }
 
 /**

@@ -3,9 +3,8 @@ import { Type, type TObject, type TSchema } from 'typebox';
 import { keyCtx } from '../context.js';
 import { principalOf } from '../http/auth.js';
 import { errorResponses } from '../http/schemas.js';
-import type { Services } from '../services.js';
 import type { Operation } from './define.js';
-import { executeOperation } from './execute.js';
+import { executeOperation, type ExecuteServices } from './execute.js';
 
 const IdempotencyKeyValue = Type.String({ minLength: 1, maxLength: 255, description: 'Stable per logical request; a retry with the same key and body replays the first answer' });
 
@@ -60,7 +59,7 @@ function headerKey(request: FastifyRequest): string | undefined {
 }
 
 /** Registers every operation of the catalogue as a Fastify route: one loop, no per-route code. */
-export function registerOperations(app: FastifyInstance, services: Services, operations: readonly Operation[]): void {
+export function registerOperations(app: FastifyInstance, services: ExecuteServices, operations: readonly Operation[]): void {
   for (const operation of operations) {
     app.route({
       method: operation.method,

@@ -22,6 +22,7 @@ export interface ClaimedDelivery {
   active: boolean;
   deleted: boolean;
   secret_sealed: string;
+  /** The owning key is in force (api_key_in_force, migration 0017); its scopes are checked with hasScope. */
   key_ok: boolean;
   key_scopes: string[];
 }
@@ -42,16 +43,6 @@ interface ClaimMeta {
 }
 /** The claim always answers one row at least: with no delivery in it when nothing was claimed. */
 type ClaimRow = ClaimMeta & (ClaimedDelivery | { id: null });
-
-/** What a claim took, and where its round robin over subscriptions got to. */
-export interface ClaimResult {
-  deliveries: ClaimedDelivery[];
-  /** When the earliest rate-limited subscription of this claim may send again. */
-  pacedWakeAt: Date | null;
-  /** Where the next claim starts: after the last subscription visited, or from the start once all were. */
-  nextAfter: string;
-}
-
 
 export interface ClaimRequest {
   workerId: string;
@@ -92,7 +83,7 @@ export interface DisabledSubscription {
 
 const iso = (value: Date | null) => (value ? value.toISOString() : null);
 
-/** The claim: src/db/migrations/0016_webhook_health.sql (webhook_claim) says how it chooses. */
+/** The claim: src/db/migrations/0016_webhook_health.sql (webhook_claim) says how it chooses; 0017 its key check. */
 const CLAIM_SQL = 'SELECT * FROM webhook_claim($1, $2, $3, $4, $5, $6, $7, $8, $9)';
 
 export const dispatchRepo = {
@@ -101,7 +92,7 @@ export const dispatchRepo = {
    * subscription holds up no other, and the cost never grows with the backlog (see webhook_claim).
    */
   async claim(db: Db, request: ClaimRequest): Promise<ClaimResult> {
-    const rows = await db.queryCachedPlan<ClaimRow>(CLAIM_SQL, [
+    const params = [
       request.workerId,
       request.now,
       request.leaseUntil,
@@ -111,7 +102,8 @@ export const dispatchRepo = {
       request.hosts,
       request.room,
       request.defaultRoom,
-    ]);
+    ];
+    const rows = await db.query<ClaimRow>(CLAIM_SQL, params, { cachedPlan: true });
     const meta = rows[0];
     return {
       deliveries: rows.filter((row): row is ClaimMeta & ClaimedDelivery => row.id !== null),

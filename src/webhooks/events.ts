@@ -32,8 +32,8 @@ export function emit<T extends EventType>(tx: Tx, now: Date, tenantId: string, t
 export async function emitUnchecked(tx: Tx, now: Date, tenantId: string, type: EventType, data: unknown): Promise<EmittedEvent> {
   const eventId = newId('evt');
   const body = JSON.stringify({ eventId, type, schemaVersion: SCHEMA_VERSION, tenantId, occurredAt: now.toISOString(), data });
-  // The outbox row and its fan-out, in one statement (src/db/migrations/0012_webhook_emit.sql): subscriptions
-  // whose owning key holds one of these scopes get a delivery.
+  // The outbox row and its fan-out, in one statement (webhook_emit, migrations 0012 and 0017): subscriptions
+  // whose owning key is in force and holds one of these scopes (api_key_grants) get a delivery.
   const [readScope, writeScope] = grantingScopes(eventScope(type));
   const deliveries = await outboxRepo.emit(tx, { tenantId, eventId, type, now, body, readScope, writeScope: writeScope ?? readScope });
   if (deliveries > 0) tx.notify(WEBHOOKS_CHANNEL);

@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/driver.js';
 import type { FailureCode } from './http-client.js';
-import { epochMicros, epochMs } from '../db/sql.js';
+import { epochMicros, epochMs, olderThan } from '../db/sql.js';
 
 export interface SubscriptionRow {
   id: string;
@@ -189,8 +189,7 @@ export const deliveryRepo = {
       where += ` AND d.status = $${params.length}`;
     }
     if (filter.after) {
-      params.push(filter.after.createdAt, filter.after.id);
-      where += ` AND (d.created_at, d.id) < ($${params.length - 1}::timestamptz, $${params.length})`;
+      where += ` AND ${olderThan(params, 'd.created_at', 'd.id', { at: filter.after.createdAt, id: filter.after.id })}`;
     }
     const rows = await db.query<DeliveryListRow>(
       `SELECT d.id, d.event_id, d.event_type, d.subscription_id, d.status, d.attempts, d.http_status, d.failure_code,
@@ -239,7 +238,7 @@ export const deliveryRepo = {
          WHERE d2.tenant_id = $1 AND d2.subscription_id = $2 AND d2.status = 'failed' AND d2.created_at >= $3
            AND e.occurred_at >= $3 AND e.occurred_at < $4
          LIMIT $6 FOR UPDATE OF d2 SKIP LOCKED)
-         AND d.status = 'failed'
+         AND d.tenant_id = $1 AND d.status = 'failed'
        RETURNING d.id`,
       [tenantId, subscriptionId, window.since, window.until, now, batch],
     );
@@ -263,7 +262,7 @@ export const deliveryRepo = {
 export const outboxRepo = {
   /**
    * The outbox row and its fan-out to the tenant's matching subscriptions, in one statement
-   * (src/db/migrations/0012_webhook_emit.sql); returns how many deliveries it created.
+   * (webhook_emit: src/db/migrations/0012_webhook_emit.sql, its key check since 0017); returns how many deliveries it created.
    */
   async emit(db: Queryable, e: { tenantId: string; eventId: string; type: string; now: Date; body: string; readScope: string; writeScope: string }): Promise<number> {
     const rows = await db.query<{ count: number }>('SELECT webhook_emit($1, $2, $3, $4, $5, $6, $7) AS count', [

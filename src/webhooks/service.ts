@@ -8,10 +8,11 @@ import { DomainError, conflict, invalid, notFound } from '../errors.js';
 import type { Cursors } from '../http/cursor.js';
 import { newId } from '../ids.js';
 import { decryptSecret, encryptSecret, type Keyring } from '../secrets.js';
-import { iso, isoMicros } from '../util/time.js';
+import { isoMicros } from '../util/time.js';
 import { isEventType } from '../events/types.js';
 import { EVENT_TYPES, WEBHOOKS_CHANNEL, eventScope, emitUnchecked, requiredScopesFor, type EventType } from './events.js';
-import { deliveryRepo, subscriptionRepo, type AttemptRow, type DeliveryListRow, type DeliveryRow, type SubscriptionRow } from './repo.js';
+import { deliveryRepo, subscriptionRepo, type SubscriptionRow } from './repo.js';
+import { attemptView, deliveryView, subscriptionView } from './views.js';
 import { newWebhookSecret } from './sign.js';
 import { validateWebhookUrl, type Resolver } from '../net/guard.js';
 import { destinationRefusal } from './destination-check.js';
@@ -24,55 +25,6 @@ export const MAX_SUBSCRIPTIONS_PER_TENANT = 50;
 const RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 /** Deliveries restarted per statement by recover: each batch is its own short transaction. */
 const RECOVER_BATCH = 500;
-
-export function subscriptionView(row: SubscriptionRow, secret?: string) {
-  return {
-    subscriptionId: row.id,
-    url: row.url,
-    events: row.events,
-    active: row.active,
-    ...(row.disabled_reason !== null ? { disabledReason: row.disabled_reason } : {}),
-    ...(row.description !== null ? { description: row.description } : {}),
-    ...(row.rate_limit_per_second !== null ? { rateLimitPerSecond: row.rate_limit_per_second } : {}),
-    health: {
-      consecutiveFailures: row.consecutive_failures,
-      lastSuccessAt: iso(row.last_success_at),
-      lastFailureAt: iso(row.last_failure_at),
-      lastFailureCode: row.last_failure_code ?? undefined,
-    },
-    ownerApiKeyId: row.owner_api_key_id,
-    createdAt: iso(row.created_at)!,
-    updatedAt: iso(row.updated_at)!,
-    ...(secret ? { secret } : {}),
-  };
-}
-
-export function deliveryView(row: DeliveryRow | DeliveryListRow) {
-  return {
-    deliveryId: row.id,
-    eventId: row.event_id,
-    eventType: row.event_type,
-    subscriptionId: row.subscription_id,
-    status: row.status,
-    attempts: row.attempts,
-    nextAttemptAt: row.status === 'pending' ? iso(row.next_attempt_at) : undefined,
-    httpStatus: row.http_status ?? undefined,
-    failureCode: row.failure_code ?? undefined,
-    deliveredAt: iso(row.delivered_at),
-    createdAt: iso(row.created_at)!,
-    updatedAt: iso(row.updated_at)!,
-  };
-}
-
-function attemptView(row: AttemptRow) {
-  return {
-    attemptedAt: iso(row.attempted_at)!,
-    durationMs: row.duration_ms,
-    httpStatus: row.http_status ?? undefined,
-    failureCode: row.failure_code ?? undefined,
-    error: row.error ?? undefined,
-  };
-}
 
 export interface WebhookServiceDeps {
   db: Db;

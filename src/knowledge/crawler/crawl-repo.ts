@@ -100,21 +100,26 @@ export const crawlRepo = {
     return (await db.query('SELECT id FROM tenants WHERE id = $1 FOR UPDATE', [tenantId])).length > 0;
   },
 
-  async updateSelection(db: Queryable, websiteId: string, change: { defaultEnabled?: boolean; selectionRules?: unknown[] }, now: Date): Promise<void> {
+  async updateSelection(db: Queryable, tenantId: string, websiteId: string, change: { defaultEnabled?: boolean; selectionRules?: unknown[] }, now: Date): Promise<void> {
     await db.query(
       `UPDATE knowledge_websites SET default_enabled = coalesce($2, default_enabled), selection_rules = coalesce($3::jsonb, selection_rules), updated_at = $4
-       WHERE id = $1`,
-      [websiteId, change.defaultEnabled ?? null, change.selectionRules ? JSON.stringify(change.selectionRules) : null, now],
+       WHERE id = $1 AND tenant_id = $5`,
+      [websiteId, change.defaultEnabled ?? null, change.selectionRules ? JSON.stringify(change.selectionRules) : null, now, tenantId],
     );
   },
 
   /** The recrawl schedule: interval (undefined keeps it), next crawl time and failures in a row (undefined keeps it). */
-  async setSchedule(db: Queryable, websiteId: string, change: { intervalHours?: number | null; nextCrawlAt: Date | null; failedCrawls?: number }): Promise<void> {
+  async setSchedule(
+    db: Queryable,
+    tenantId: string,
+    websiteId: string,
+    change: { intervalHours?: number | null; nextCrawlAt: Date | null; failedCrawls?: number },
+  ): Promise<void> {
     await db.query(
       `UPDATE knowledge_websites SET recrawl_interval_hours = CASE WHEN $2 THEN $3::int ELSE recrawl_interval_hours END, next_crawl_at = $4,
          failed_crawls = coalesce($5, failed_crawls)
-       WHERE id = $1`,
-      [websiteId, change.intervalHours !== undefined, change.intervalHours ?? null, change.nextCrawlAt, change.failedCrawls ?? null],
+       WHERE id = $1 AND tenant_id = $6`,
+      [websiteId, change.intervalHours !== undefined, change.intervalHours ?? null, change.nextCrawlAt, change.failedCrawls ?? null, tenantId],
     );
   },
 
@@ -207,12 +212,12 @@ export const crawlRepo = {
   },
 
   /** Starts (or restarts, after a crash) a run: counters reset, phase crawling. Undefined when the job is no longer active. */
-  async begin(db: Queryable, id: string, attempt: number, now: Date): Promise<CrawlJobRow | undefined> {
+  async begin(db: Queryable, tenantId: string, id: string, attempt: number, now: Date): Promise<CrawlJobRow | undefined> {
     const rows = await db.query<{ id: string }>(
       `UPDATE knowledge_crawl_jobs c SET status = 'running', phase = 'crawling', run_attempt = $2, started_at = $3, updated_at = $3,
          pages_discovered = 0, pages_processed = 0, pages_failed = 0, chunks_embedded = 0, failed_pages = '[]'::jsonb
-       WHERE c.id = $1 AND ${ACTIVE} RETURNING c.id`,
-      [id, attempt, now],
+       WHERE c.id = $1 AND c.tenant_id = $4 AND ${ACTIVE} RETURNING c.id`,
+      [id, attempt, now, tenantId],
     );
     return rows.length > 0 ? crawlRepo.byId(db, id) : undefined;
   },
@@ -220,6 +225,7 @@ export const crawlRepo = {
   /** Progress of the current run; false when this run no longer owns the job. */
   async progress(
     db: Queryable,
+    tenantId: string,
     id: string,
     attempt: number,
     update: { phase?: CrawlPhase; counts?: CrawlCounts; chunksEmbedded?: number; failures?: CrawlJobRow['failed_pages']; now: Date },
@@ -228,10 +234,10 @@ export const crawlRepo = {
       `UPDATE knowledge_crawl_jobs SET phase = coalesce($3, phase), pages_discovered = coalesce($4, pages_discovered),
          pages_processed = coalesce($5, pages_processed), pages_failed = coalesce($6, pages_failed),
          chunks_embedded = chunks_embedded + $7, failed_pages = coalesce($8::jsonb, failed_pages), updated_at = $9
-       WHERE id = $1 AND run_attempt = $2 AND status = 'running' RETURNING id`,
+       WHERE id = $1 AND tenant_id = $10 AND run_attempt = $2 AND status = 'running' RETURNING id`,
       [
         id, attempt, update.phase ?? null, update.counts?.pagesDiscovered ?? null, update.counts?.pagesProcessed ?? null,
-        update.counts?.pagesFailed ?? null, update.chunksEmbedded ?? 0, update.failures ? JSON.stringify(update.failures) : null, update.now,
+        update.counts?.pagesFailed ?? null, update.chunksEmbedded ?? 0, update.failures ? JSON.stringify(update.failures) : null, update.now, tenantId,
       ],
     );
     return rows.length > 0;
@@ -239,6 +245,7 @@ export const crawlRepo = {
 
   async complete(
     db: Queryable,
+    tenantId: string,
     id: string,
     attempt: number,
     result: { chunks: number; snapshotPages: number; changes: CrawlJobRow['changes']; changedPages: CrawlJobRow['changed_pages']; now: Date },
@@ -246,18 +253,18 @@ export const crawlRepo = {
     const rows = await db.query(
       `UPDATE knowledge_crawl_jobs SET status = 'completed', phase = 'finalizing', chunks = $3, snapshot_pages = $4, completed_at = $5, updated_at = $5,
          changes = $6::jsonb, changed_pages = $7::jsonb
-       WHERE id = $1 AND run_attempt = $2 AND status = 'running' RETURNING id`,
-      [id, attempt, result.chunks, result.snapshotPages, result.now, JSON.stringify(result.changes), JSON.stringify(result.changedPages)],
+       WHERE id = $1 AND tenant_id = $8 AND run_attempt = $2 AND status = 'running' RETURNING id`,
+      [id, attempt, result.chunks, result.snapshotPages, result.now, JSON.stringify(result.changes), JSON.stringify(result.changedPages), tenantId],
     );
     return rows.length > 0;
   },
 
   /** Fails an active job (whatever run holds it). */
-  async fail(db: Queryable, id: string, error: { code: string; message: string; now: Date }): Promise<boolean> {
+  async fail(db: Queryable, tenantId: string, id: string, error: { code: string; message: string; now: Date }): Promise<boolean> {
     const rows = await db.query(
       `UPDATE knowledge_crawl_jobs c SET status = 'failed', error_code = $2, error_message = $3, completed_at = $4, updated_at = $4
-       WHERE c.id = $1 AND ${ACTIVE} RETURNING c.id`,
-      [id, error.code, error.message.slice(0, 1000), error.now],
+       WHERE c.id = $1 AND c.tenant_id = $5 AND ${ACTIVE} RETURNING c.id`,
+      [id, error.code, error.message.slice(0, 1000), error.now, tenantId],
     );
     return rows.length > 0;
   },

@@ -1,78 +1,21 @@
 import { setMaxListeners } from 'node:events';
 import { MIN_TEXT_CHARS } from './extract.js';
-import type { CrawlFetcher } from './fetcher.js';
 import { HostGate } from './gate.js';
-import { fetchPage, type Item, type PageFailure, type PageResult, type PreviousPage, type Validators } from './page-fetch.js';
+import { fetchPage, type Item, type PageFailure, type PageResult, type PreviousPage } from './page-fetch.js';
 import { loadRobots, type RobotsPolicy } from './robots.js';
-import { isEnabled, requiredUrls, type SelectionRule } from './selection.js';
+import { isEnabled, requiredUrls } from './selection.js';
 import { sitemapUrls } from './sitemap.js';
 import { checkCrawlUrl, cleanUrl, pageKey, pathOf, resolveLink, siteOf } from './url.js';
+import { CrawlAbort, type CrawlCounters, type CrawledPage, type CrawlerOptions, type CrawlSettings } from './crawl-types.js';
 
 export type { PageFailure, PreviousPage };
+export { CrawlAbort, type CrawlCounters, type CrawledPage, type CrawlerOptions, type CrawlSettings } from './crawl-types.js';
 
 /** Most pages a website snapshot holds, enabled or not (the spec's pages array maximum). */
 export const PAGE_CAP = 500;
 const MAX_FAILURES_KEPT = 100;
 /** Links kept with a page for a conditional recrawl (a 304 reuses them). */
 const MAX_LINKS_KEPT = 1000;
-
-export interface CrawlSettings {
-  root: URL;
-  crawlDepth: number;
-  /** Enabled pages (after selection rules) the snapshot may hold. */
-  maxPages: number;
-  rules: readonly SelectionRule[];
-  defaultEnabled: boolean;
-  /** Pages of the previous crawl by the page key they were stored at: asked for conditionally. */
-  previous?: ReadonlyMap<string, PreviousPage>;
-}
-
-export interface CrawlerOptions {
-  fetcher: CrawlFetcher;
-  allowPrivate: boolean;
-  /** robots.txt product token. */
-  agentToken: string;
-  concurrencyPerHost: number;
-  maxDelayMs: number;
-  maxBytes: number;
-  /** How long the crawl may run: no request starts after it, and no Retry-After is waited for past it. */
-  deadlineMs: number;
-  signal?: AbortSignal;
-}
-
-export interface CrawledPage {
-  /** 0-based position among stored pages (breadth-first order). */
-  order: number;
-  url: string;
-  canonicalUrl: string;
-  path: string;
-  title?: string;
-  /** Extracted text; empty for an unchanged page (`unchangedFrom`). */
-  text: string;
-  enabled: boolean;
-  /** Same-site links followed from it (absolute URLs). */
-  links: string[];
-  validators: Validators;
-  /** The previous crawl's page it equals (a 304 answer): its text, chunks and vectors are reused. */
-  unchangedFrom?: string;
-}
-
-export interface CrawlCounters {
-  pagesDiscovered: number;
-  pagesProcessed: number;
-  pagesFailed: number;
-}
-
-/** The crawl as a whole could not run (nothing was crawled). */
-export class CrawlAbort extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'CrawlAbort';
-  }
-}
 
 interface InFlight {
   result: Promise<PageResult>;

@@ -36,7 +36,7 @@ export async function applySelection(tx: Tx, website: CrawlWebsite, generationId
       totals.enabledTokens += page.tokens;
     }
   }
-  await snapshotRepo.setEnabled(tx, flips.on, true, now);
-  await snapshotRepo.setEnabled(tx, flips.off, false, now);
+  await snapshotRepo.setEnabled(tx, website.tenant_id, flips.on, true, now);
+  await snapshotRepo.setEnabled(tx, website.tenant_id, flips.off, false, now);
   return { pages, ...totals };
 }

@@ -35,7 +35,7 @@ function describe(error: unknown): string {
 async function failCrawl(deps: CrawlJobDeps, ctx: JobContext, crawl: CrawlJobRow, code: string, message: string): Promise<void> {
   await deps.db.transaction(async (tx) => {
     const now = ctx.clock.now();
-    if (await crawlRepo.fail(tx, crawl.id, { code, message, now })) await afterCrawlFailed(tx, now, crawl);
+    if (await crawlRepo.fail(tx, crawl.tenant_id, crawl.id, { code, message, now })) await afterCrawlFailed(tx, now, crawl);
     await ctx.completeIn(tx);
   });
   ctx.log.info({ crawlJobId: crawl.id, code, message }, 'crawl failed');
@@ -49,8 +49,8 @@ async function embedChunks(deps: CrawlJobDeps, ctx: JobContext, crawl: CrawlJobR
     if (batch.length === 0) return total;
     const vectors = await deps.embedder.embed(batch.map((c) => c.text), ctx.signal);
     await deps.db.transaction(async (tx) => {
-      if (!(await crawlRepo.progress(tx, crawl.id, attempt, { chunksEmbedded: batch.length, now: ctx.clock.now() }))) throw new LeaseLostError(runnerJobId);
-      await snapshotRepo.storeVectors(tx, deps.embedder.model, batch.map((c, i) => ({ sourceId: c.source_id, seq: c.seq, vector: vectors[i] })));
+      if (!(await crawlRepo.progress(tx, crawl.tenant_id, crawl.id, attempt, { chunksEmbedded: batch.length, now: ctx.clock.now() }))) throw new LeaseLostError(runnerJobId);
+      await snapshotRepo.storeVectors(tx, crawl.tenant_id, deps.embedder.model, batch.map((c, i) => ({ sourceId: c.source_id, seq: c.seq, vector: vectors[i] })));
     });
     total += batch.length;
   }
@@ -70,9 +70,9 @@ async function finalize(deps: CrawlJobDeps, ctx: JobContext, crawl: CrawlJobRow,
     const previous = website.current_generation_id ? await snapshotRepo.pages(tx, website.current_generation_id) : [];
     const { changes, changedPages } = compareGenerations(previous, totals.pages);
     const result = { chunks: totals.chunks, snapshotPages: totals.pages.length, changes, changedPages, now };
-    if (!(await crawlRepo.complete(tx, crawl.id, attempt, result))) throw new LeaseLostError(runnerJobId);
-    await snapshotRepo.promote(tx, website.id, crawl.generation_id, now);
-    await snapshotRepo.finishWebsite(tx, { id: website.id, sourceId: website.source_id }, crawl.generation_id, { chunks: totals.enabledChunks, tokens: totals.enabledTokens }, now);
+    if (!(await crawlRepo.complete(tx, crawl.tenant_id, crawl.id, attempt, result))) throw new LeaseLostError(runnerJobId);
+    await snapshotRepo.promote(tx, website.tenant_id, website.id, crawl.generation_id, now);
+    await snapshotRepo.finishWebsite(tx, website.tenant_id, { id: website.id, sourceId: website.source_id }, crawl.generation_id, { chunks: totals.enabledChunks, tokens: totals.enabledTokens }, now);
     await afterCrawlCompleted(tx, now, website);
     await emitCrawlCompleted(tx, now, crawl, changes);
     await ctx.completeIn(tx);
@@ -136,7 +136,7 @@ async function crawlOnce(deps: CrawlJobDeps, job: ClaimedJob, ctx: JobContext, c
     if (ticking) return;
     ticking = true;
     void crawlRepo
-      .progress(db, crawl.id, attempt, { ...status(), now: ctx.clock.now() })
+      .progress(db, crawl.tenant_id, crawl.id, attempt, { ...status(), now: ctx.clock.now() })
       .catch((error: unknown) => ctx.log.warn({ err: error }, 'could not record crawl progress'))
       .finally(() => (ticking = false));
   }, PROGRESS_MS);
@@ -152,9 +152,9 @@ async function crawlOnce(deps: CrawlJobDeps, job: ClaimedJob, ctx: JobContext, c
     const first = crawler.failures[0];
     throw new CrawlAbort('no_pages', first ? `no page could be stored; ${first.url}: ${first.code} (${first.message})` : 'no page could be stored: nothing on the site was reachable and allowed');
   }
-  await crawlRepo.progress(db, crawl.id, attempt, { phase: 'embedding', ...status(), now: ctx.clock.now() });
+  await crawlRepo.progress(db, crawl.tenant_id, crawl.id, attempt, { phase: 'embedding', ...status(), now: ctx.clock.now() });
   const embedded = await embedChunks(deps, ctx, crawl, attempt, job.id);
-  await crawlRepo.progress(db, crawl.id, attempt, { phase: 'finalizing', now: ctx.clock.now() });
+  await crawlRepo.progress(db, crawl.tenant_id, crawl.id, attempt, { phase: 'finalizing', now: ctx.clock.now() });
   await finalize(deps, ctx, crawl, attempt, job.id);
   ctx.log.info({ crawlJobId: crawl.id, pages: writer.pagesWritten, embedded, reused: writer.chunksReused, failed: crawler.counters.pagesFailed }, 'crawl completed');
 }
@@ -175,8 +175,8 @@ async function runCrawl(deps: CrawlJobDeps, job: ClaimedJob<typeof TASK_CRAWL>, 
   }
   const website = await crawlRepo.website(deps.db, crawl.website_id);
   if (!website) return failCrawl(deps, ctx, crawl, 'website_missing', 'the website no longer exists');
-  await snapshotRepo.discard(deps.db, crawl.generation_id, false);
-  const running = await crawlRepo.begin(deps.db, crawl.id, job.attempts, ctx.clock.now());
+  await snapshotRepo.discard(deps.db, crawl.tenant_id, crawl.generation_id, false);
+  const running = await crawlRepo.begin(deps.db, crawl.tenant_id, crawl.id, job.attempts, ctx.clock.now());
   if (!running) return;
   try {
     await crawlOnce(deps, job, ctx, running, website);

@@ -18,19 +18,19 @@ interface EndedCrawl {
  * doubles with each failure in a row), and knowledge.crawl.failed is emitted.
  */
 export async function afterCrawlFailed(tx: Tx, now: Date, crawl: EndedCrawl): Promise<void> {
-  await snapshotRepo.discard(tx, crawl.generation_id, true);
-  await snapshotRepo.setWebsiteStatus(tx, crawl.website_id, 'failed', now);
+  await snapshotRepo.discard(tx, crawl.tenant_id, crawl.generation_id, true);
+  await snapshotRepo.setWebsiteStatus(tx, crawl.tenant_id, crawl.website_id, 'failed', now);
   const website = await crawlRepo.website(tx, crawl.website_id, true);
   if (website) {
     const failures = website.failed_crawls + 1;
     const hours = website.recrawl_interval_hours;
-    await crawlRepo.setSchedule(tx, website.id, { failedCrawls: failures, nextCrawlAt: hours ? nextCrawlAt(now, website.id, hours, failures) : null });
+    await crawlRepo.setSchedule(tx, website.tenant_id, website.id, { failedCrawls: failures, nextCrawlAt: hours ? nextCrawlAt(now, website.id, hours, failures) : null });
   }
   await emitCrawlFailed(tx, now, crawl);
 }
 
 /** After a completed crawl: the failure count resets and the next recrawl is one interval away. */
-export async function afterCrawlCompleted(tx: Tx, now: Date, website: { id: string; recrawl_interval_hours: number | null }): Promise<void> {
+export async function afterCrawlCompleted(tx: Tx, now: Date, website: { id: string; tenant_id: string; recrawl_interval_hours: number | null }): Promise<void> {
   const hours = website.recrawl_interval_hours;
-  await crawlRepo.setSchedule(tx, website.id, { failedCrawls: 0, nextCrawlAt: hours ? nextCrawlAt(now, website.id, hours) : null });
+  await crawlRepo.setSchedule(tx, website.tenant_id, website.id, { failedCrawls: 0, nextCrawlAt: hours ? nextCrawlAt(now, website.id, hours) : null });
 }

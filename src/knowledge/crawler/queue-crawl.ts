@@ -39,6 +39,6 @@ export async function queueCrawl(tx: Tx, website: CrawlTarget, now: Date): Promi
     maxPages: website.maxPages,
     now,
   });
-  await snapshotRepo.setWebsiteStatus(tx, website.id, 'crawling', now);
+  await snapshotRepo.setWebsiteStatus(tx, website.tenantId, website.id, 'crawling', now);
   return id;
 }

@@ -25,7 +25,7 @@ export async function startDueRecrawls(db: Db, now: Date, limit: number): Promis
     const jobIds: string[] = [];
     for (const website of await crawlRepo.claimDue(tx, now, limit)) {
       const hours = website.recrawl_interval_hours ?? 24;
-      await crawlRepo.setSchedule(tx, website.id, { nextCrawlAt: nextCrawlAt(now, website.id, hours, website.failed_crawls) });
+      await crawlRepo.setSchedule(tx, website.tenant_id, website.id, { nextCrawlAt: nextCrawlAt(now, website.id, hours, website.failed_crawls) });
       const target = { id: website.id, tenantId: website.tenant_id, rootUrl: website.root_url, crawlDepth: website.crawl_depth, maxPages: website.max_pages };
       jobIds.push(await queueCrawl(tx, target, now));
     }

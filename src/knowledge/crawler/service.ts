@@ -83,7 +83,7 @@ export class CrawlService {
       });
       if (input.recrawlIntervalHours) {
         const hours = input.recrawlIntervalHours;
-        await crawlRepo.setSchedule(tx, websiteId, { intervalHours: hours, nextCrawlAt: nextCrawlAt(this.clock.now(), websiteId, hours) });
+        await crawlRepo.setSchedule(tx, tenantId, websiteId, { intervalHours: hours, nextCrawlAt: nextCrawlAt(this.clock.now(), websiteId, hours) });
       }
       return queueCrawl(tx, { id: websiteId, tenantId, rootUrl: root.href, crawlDepth: input.crawlDepth, maxPages: input.maxPages }, this.clock.now());
     });
@@ -115,7 +115,7 @@ export class CrawlService {
       if (input.selectionRules !== undefined || input.defaultEnabled !== undefined) {
         this.checkRules(input.selectionRules, new URL(website.root_url));
         const selectionRules = input.selectionRules?.map(({ kind, key, enabled }) => ({ kind, key, enabled }));
-        await crawlRepo.updateSelection(tx, websiteId, { defaultEnabled: input.defaultEnabled, selectionRules }, now);
+        await crawlRepo.updateSelection(tx, tenantId, websiteId, { defaultEnabled: input.defaultEnabled, selectionRules }, now);
         if (website.current_generation_id) {
           const updated = { ...website, default_enabled: input.defaultEnabled ?? website.default_enabled, selection_rules: selectionRules ?? website.selection_rules };
           const totals = await applySelection(tx, updated, website.current_generation_id, now);
@@ -125,7 +125,7 @@ export class CrawlService {
       if (input.recrawlIntervalHours !== undefined) {
         const hours = input.recrawlIntervalHours;
         const from = (await crawlRepo.lastCrawledAt(tx, websiteId)) ?? now;
-        await crawlRepo.setSchedule(tx, websiteId, { intervalHours: hours, nextCrawlAt: hours ? nextCrawlAt(from, websiteId, hours, website.failed_crawls) : null });
+        await crawlRepo.setSchedule(tx, tenantId, websiteId, { intervalHours: hours, nextCrawlAt: hours ? nextCrawlAt(from, websiteId, hours, website.failed_crawls) : null });
       }
       await websiteRepo.touch(tx, tenantId, websiteId, now);
     });
@@ -169,7 +169,7 @@ export class CrawlService {
       if (active) throw conflict('a crawl of this website is already queued or running', { jobId: active.id, websiteId });
       if (input.selectionRules !== undefined || input.defaultEnabled !== undefined) {
         this.checkRules(input.selectionRules, new URL(website.root_url));
-        await crawlRepo.updateSelection(tx, websiteId, { defaultEnabled: input.defaultEnabled, selectionRules: input.selectionRules?.map(({ kind, key, enabled }) => ({ kind, key, enabled })) }, this.clock.now());
+        await crawlRepo.updateSelection(tx, tenantId, websiteId, { defaultEnabled: input.defaultEnabled, selectionRules: input.selectionRules?.map(({ kind, key, enabled }) => ({ kind, key, enabled })) }, this.clock.now());
       }
       return queueCrawl(tx, { id: websiteId, tenantId, rootUrl: website.root_url, crawlDepth: website.crawl_depth, maxPages: website.max_pages }, this.clock.now());
     });

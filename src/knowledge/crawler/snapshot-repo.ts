@@ -50,9 +50,9 @@ export const snapshotRepo = {
   },
 
   /** Empties a staging generation (its pages, and their chunks by cascade); with `drop`, removes it too. */
-  async discard(db: Queryable, generationId: string, drop: boolean): Promise<void> {
-    await db.query(`DELETE FROM knowledge_sources WHERE kind = 'website_page' AND website_generation_id = $1`, [generationId]);
-    if (drop) await db.query(`DELETE FROM knowledge_website_generations WHERE id = $1 AND state = 'staging'`, [generationId]);
+  async discard(db: Queryable, tenantId: string, generationId: string, drop: boolean): Promise<void> {
+    await db.query(`DELETE FROM knowledge_sources WHERE kind = 'website_page' AND website_generation_id = $1 AND tenant_id = $2`, [generationId, tenantId]);
+    if (drop) await db.query(`DELETE FROM knowledge_website_generations WHERE id = $1 AND tenant_id = $2 AND state = 'staging'`, [generationId, tenantId]);
   },
 
   /** Pages of a generation whose chunks all carry vectors of `model`: a page with the same text can copy them. */
@@ -101,13 +101,13 @@ export const snapshotRepo = {
   },
 
   /** Copies chunks with their vectors from an unchanged page of the previous snapshot. */
-  async copyChunks(db: Queryable, pairs: Array<{ to: string; from: string }>): Promise<void> {
+  async copyChunks(db: Queryable, tenantId: string, pairs: Array<{ to: string; from: string }>): Promise<void> {
     if (pairs.length === 0) return;
     await db.query(
       `INSERT INTO knowledge_chunks (source_id, seq, tenant_id, text, tokens, embedding, embedding_model)
        SELECT p.to_id, c.seq, c.tenant_id, c.text, c.tokens, c.embedding, c.embedding_model
-       FROM unnest($1::text[], $2::text[]) AS p (to_id, from_id) JOIN knowledge_chunks c ON c.source_id = p.from_id`,
-      [pairs.map((p) => p.to), pairs.map((p) => p.from)],
+       FROM unnest($1::text[], $2::text[]) AS p (to_id, from_id) JOIN knowledge_chunks c ON c.source_id = p.from_id AND c.tenant_id = $3`,
+      [pairs.map((p) => p.to), pairs.map((p) => p.from), tenantId],
     );
   },
 
@@ -119,13 +119,13 @@ export const snapshotRepo = {
     );
   },
 
-  async storeVectors(db: Queryable, model: string, rows: Array<{ sourceId: string; seq: number; vector: number[] }>): Promise<void> {
+  async storeVectors(db: Queryable, tenantId: string, model: string, rows: Array<{ sourceId: string; seq: number; vector: number[] }>): Promise<void> {
     if (rows.length === 0) return;
     // Vectors travel as array literals ("{0.1,-0.2}"): unnest cannot split a 2-D array into rows of 1-D arrays.
     await db.query(
       `UPDATE knowledge_chunks c SET embedding = v.vector::real[], embedding_model = $1
-       FROM unnest($2::text[], $3::int[], $4::text[]) AS v (source_id, seq, vector) WHERE c.source_id = v.source_id AND c.seq = v.seq`,
-      [model, rows.map((r) => r.sourceId), rows.map((r) => r.seq), rows.map((r) => `{${r.vector.map((x) => (Number.isFinite(x) ? x : 0)).join(',')}}`)],
+       FROM unnest($2::text[], $3::int[], $4::text[]) AS v (source_id, seq, vector) WHERE c.source_id = v.source_id AND c.seq = v.seq AND c.tenant_id = $5`,
+      [model, rows.map((r) => r.sourceId), rows.map((r) => r.seq), rows.map((r) => `{${r.vector.map((x) => (Number.isFinite(x) ? x : 0)).join(',')}}`), tenantId],
     );
   },
 
@@ -137,45 +137,50 @@ export const snapshotRepo = {
     );
   },
 
-  async setEnabled(db: Queryable, ids: string[], enabled: boolean, now: Date): Promise<void> {
+  async setEnabled(db: Queryable, tenantId: string, ids: string[], enabled: boolean, now: Date): Promise<void> {
     if (ids.length === 0) return;
-    await db.query('UPDATE knowledge_sources SET enabled = $2, updated_at = $3 WHERE id = ANY($1::text[])', [ids, enabled, now]);
+    await db.query('UPDATE knowledge_sources SET enabled = $2, updated_at = $3 WHERE id = ANY($1::text[]) AND tenant_id = $4', [ids, enabled, now, tenantId]);
   },
 
   /**
    * The generation switch: the current generation becomes superseded and `generationId` current, the website
    * points at it, and pages of generations superseded before (older than the one just replaced) are deleted.
    */
-  async promote(db: Queryable, websiteId: string, generationId: string, now: Date): Promise<string | undefined> {
+  async promote(db: Queryable, tenantId: string, websiteId: string, generationId: string, now: Date): Promise<string | undefined> {
     const previous = await db.query<{ id: string }>(
-      `UPDATE knowledge_website_generations SET state = 'superseded' WHERE website_id = $1 AND state = 'current' RETURNING id`,
-      [websiteId],
+      `UPDATE knowledge_website_generations SET state = 'superseded' WHERE website_id = $1 AND tenant_id = $2 AND state = 'current' RETURNING id`,
+      [websiteId, tenantId],
     );
-    await db.query(`UPDATE knowledge_website_generations SET state = 'current', completed_at = $2 WHERE id = $1`, [generationId, now]);
+    await db.query(`UPDATE knowledge_website_generations SET state = 'current', completed_at = $2 WHERE id = $1 AND tenant_id = $3`, [generationId, now, tenantId]);
     const kept = previous[0]?.id ?? null;
     await db.query(
-      `DELETE FROM knowledge_sources WHERE kind = 'website_page' AND website_id = $1 AND website_generation_id IN (
+      `DELETE FROM knowledge_sources WHERE kind = 'website_page' AND website_id = $1 AND tenant_id = $3 AND website_generation_id IN (
          SELECT id FROM knowledge_website_generations WHERE website_id = $1 AND state = 'superseded' AND id IS DISTINCT FROM $2)`,
-      [websiteId, kept],
+      [websiteId, kept, tenantId],
     );
     return kept ?? undefined;
   },
 
   /** After a successful crawl: current generation, idle, and the website row's counters (enabled pages only). */
-  async finishWebsite(db: Queryable, website: { id: string; sourceId: string }, generationId: string, totals: { chunks: number; tokens: number }, now: Date): Promise<void> {
+  async finishWebsite(
+    db: Queryable,
+    tenantId: string,
+    website: { id: string; sourceId: string },
+    generationId: string,
+    totals: { chunks: number; tokens: number },
+    now: Date,
+  ): Promise<void> {
     await db.query(
-      `UPDATE knowledge_websites SET current_generation_id = $2, status = 'idle', last_crawled_at = $3, updated_at = $3 WHERE id = $1`,
-      [website.id, generationId, now],
+      `UPDATE knowledge_websites SET current_generation_id = $2, status = 'idle', last_crawled_at = $3, updated_at = $3 WHERE id = $1 AND tenant_id = $4`,
+      [website.id, generationId, now, tenantId],
     );
-    await db.query(`UPDATE knowledge_sources SET chunk_count = $2, tokens = $3, ingest_status = 'ready', ingested_at = $4, updated_at = $4 WHERE id = $1`, [
-      website.sourceId,
-      totals.chunks,
-      totals.tokens,
-      now,
-    ]);
+    await db.query(
+      `UPDATE knowledge_sources SET chunk_count = $2, tokens = $3, ingest_status = 'ready', ingested_at = $4, updated_at = $4 WHERE id = $1 AND tenant_id = $5`,
+      [website.sourceId, totals.chunks, totals.tokens, now, tenantId],
+    );
   },
 
-  async setWebsiteStatus(db: Queryable, websiteId: string, status: 'idle' | 'crawling' | 'failed', now: Date): Promise<void> {
-    await db.query('UPDATE knowledge_websites SET status = $2, updated_at = $3 WHERE id = $1', [websiteId, status, now]);
+  async setWebsiteStatus(db: Queryable, tenantId: string, websiteId: string, status: 'idle' | 'crawling' | 'failed', now: Date): Promise<void> {
+    await db.query('UPDATE knowledge_websites SET status = $2, updated_at = $3 WHERE id = $1 AND tenant_id = $4', [websiteId, status, now, tenantId]);
   },
 };

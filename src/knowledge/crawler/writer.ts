@@ -130,10 +130,10 @@ export class SnapshotWriter {
     const now = this.ctx.now();
     await this.ctx.db.transaction(async (tx) => {
       // The fence first: a run that lost the job writes nothing.
-      if (!(await crawlRepo.progress(tx, this.ctx.crawlId, this.ctx.attempt, { counts, failures, now }))) throw new LeaseLostError(this.ctx.runnerJobId);
+      if (!(await crawlRepo.progress(tx, this.ctx.tenantId, this.ctx.crawlId, this.ctx.attempt, { counts, failures, now }))) throw new LeaseLostError(this.ctx.runnerJobId);
       await snapshotRepo.insertPages(tx, { ...this.ctx, now }, pages);
       await snapshotRepo.insertChunks(tx, this.ctx.tenantId, chunks);
-      await snapshotRepo.copyChunks(tx, copies);
+      await snapshotRepo.copyChunks(tx, this.ctx.tenantId, copies);
     });
     this.pagesWritten += pages.length;
   }

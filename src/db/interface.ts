@@ -1,0 +1,46 @@
+/** Anything that runs SQL: the database itself or an open transaction. */
+export interface Queryable {
+  query<T = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<T[]>;
+}
+
+/** A transaction: queries run inside it; notifications and callbacks fire only once it commits. */
+export interface Tx extends Queryable {
+  /** Wake listeners of `channel` (this process and, on PostgreSQL, every node) when the transaction commits. */
+  notify(channel: string): void;
+  /** Run `fn` after a successful commit (never on rollback). */
+  afterCommit(fn: () => void): void;
+  /** Run a script of several statements (migrations). */
+  exec(sql: string): Promise<void>;
+}
+
+/** How the Db runs one statement (outside a transaction). */
+export interface QueryOptions {
+  /**
+   * For a hot statement whose best plan does not depend on its parameter values (the webhook claim, the
+   * unsearched inbox list): on PostgreSQL it runs with a generic plan kept per connection, skipping the planning
+   * every other statement pays per call (for these, more than their execution: docs/decisions.md, "Measured
+   * costs"). PGlite runs it as any other statement.
+   */
+  cachedPlan?: boolean;
+}
+
+export interface Db extends Queryable {
+  readonly kind: 'postgres' | 'pglite';
+  /** Schema the tables live in (for advisory lock keys and channel names). */
+  readonly schema: string;
+  query<T = Record<string, unknown>>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<T[]>;
+  transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  /** Connections of the main pool (PostgreSQL); undefined on PGlite, which has a single connection. */
+  poolUse(): PoolUse | undefined;
+  /** Subscribe to wake-ups on `channel`; returns an unsubscribe function. */
+  listen(channel: string, onWake: () => void): Promise<() => void>;
+  close(): Promise<void>;
+}
+
+export interface PoolUse {
+  /** Open connections, idle ones among them, and queries waiting for a connection. */
+  total: number;
+  idle: number;
+  waiting: number;
+  max: number;
+}

@@ -1,0 +1,93 @@
+// The embedded driver (PGlite): one connection in this process, loaded only when used.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import path from 'node:path';
+import { mkdirSync } from 'node:fs';
+import type { PGlite } from '@electric-sql/pglite';
+import type { Db, Tx } from './interface.js';
+import { BUILT_TEMPLATE_DIR, seedFromTemplate } from './pglite-template.js';
+import { LocalSignals, TxHandle, finishCommit } from './tx-handle.js';
+
+/**
+ * Marks code running inside a transaction callback. Using the Db itself there (instead of the tx) would
+ * run outside the transaction on PostgreSQL and deadlock on PGlite's single connection, so it throws.
+ * Marked and checked on PGlite only, where the mistake hangs and where the tests run by default: on Node 20 an
+ * AsyncLocalStorage in use gives every promise of the process an async hook, which on PostgreSQL cost the
+ * webhook worker and an emitting process about a tenth of their CPU and the worker a fifth of the garbage
+ * it kept past young-generation GCs.
+ */
+const insideTransaction = new AsyncLocalStorage<boolean>();
+
+function assertNotInTransaction(): void {
+  if (insideTransaction.getStore()) throw new Error('database used directly inside a transaction callback: use the transaction (tx) instead');
+}
+
+class PgliteDb implements Db {
+  readonly kind = 'pglite' as const;
+  private readonly signals = new LocalSignals();
+  constructor(private readonly lite: PGlite, readonly schema: string) {}
+
+  async query<T>(sql: string, params?: readonly unknown[]): Promise<T[]> {
+    assertNotInTransaction();
+    const result = await this.lite.query<T>(sql, params as unknown[] | undefined);
+    return result.rows;
+  }
+
+  async transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+    assertNotInTransaction();
+    let handle: TxHandle | undefined;
+    const result = await this.lite.transaction(async (inner) => {
+      handle = new TxHandle(
+        async <R>(sql: string, params?: readonly unknown[]) => (await inner.query<R>(sql, params as unknown[] | undefined)).rows,
+        async (sql: string) => {
+          await inner.exec(sql);
+        },
+      );
+      const current = handle;
+      return insideTransaction.run(true, () => fn(current));
+    });
+    if (handle) finishCommit(handle, this.signals);
+    return result;
+  }
+
+  async listen(channel: string, onWake: () => void): Promise<() => void> {
+    return this.signals.on(channel, onWake);
+  }
+
+  poolUse(): undefined {
+    return undefined;
+  }
+
+  async close(): Promise<void> {
+    await this.lite.close();
+  }
+}
+
+/**
+ * PGlite's shared buffers live in the process's own memory (its WebAssembly heap): PostgreSQL's default of
+ * 128 MB was most of an idle embedded server's RSS once touched. The database files are read through the
+ * kernel's page cache anyway, so 16 MB costs little speed at this scale (docs/decisions.md).
+ */
+const PGLITE_SETTINGS = ['shared_buffers=16MB'];
+
+/** The embedded driver: PGlite in this process, on disk under `dataDir` (seeded from the template) or in memory. */
+export async function openPglite(options: { dataDir: string; schema: string; templateDir?: string }): Promise<Db> {
+  const { schema } = options;
+  const memory = options.dataDir.startsWith('memory://');
+  let dataDir: string | undefined;
+  if (!memory) {
+    dataDir = path.resolve(options.dataDir, 'pgdata');
+    mkdirSync(dataDir, { recursive: true });
+    seedFromTemplate(dataDir, options.templateDir ?? BUILT_TEMPLATE_DIR);
+  }
+  // Loaded only when used: the embedded engine costs ~45 MB of RSS that a PostgreSQL deployment should not carry.
+  const [{ PGlite }, { pg_trgm }] = await Promise.all([import('@electric-sql/pglite'), import('@electric-sql/pglite/contrib/pg_trgm')]);
+  const lite = await PGlite.create(dataDir, {
+    parsers: { 20: (value: string) => Number(value) },
+    extensions: { pg_trgm },
+    startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS.flatMap((setting) => ['-c', setting])],
+  });
+  if (schema !== 'public') {
+    await lite.exec(`CREATE SCHEMA IF NOT EXISTS ${schema}; SET search_path TO ${schema}, public`);
+  }
+  return new PgliteDb(lite, schema);
+}
