@@ -21,21 +21,37 @@ function assertNotInTransaction(): void {
   if (insideTransaction.getStore()) throw new Error('database used directly inside a transaction callback: use the transaction (tx) instead');
 }
 
+/**
+ * PGlite runs each statement synchronously on this thread, and its own lock hands over to the next waiter in a
+ * microtask: a queue of waiting requests would run statement after statement while Node reads no socket (a
+ * health probe waited behind 64 list requests' queries). So statements and transactions queue here instead,
+ * and each starts only after the event loop has taken in I/O (docs/decisions.md, "PGlite takes turns").
+ */
+const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 class PgliteDb implements Db {
   readonly kind = 'pglite' as const;
   private readonly signals = new LocalSignals();
+  private turn: Promise<unknown> = Promise.resolve();
   constructor(private readonly lite: PGlite, readonly schema: string) {}
+
+  /** Runs `work` after every statement queued before it, one event-loop turn later. */
+  private inTurn<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.turn.then(yieldToEventLoop).then(work);
+    this.turn = run.catch(() => undefined);
+    return run;
+  }
 
   async query<T>(sql: string, params?: readonly unknown[]): Promise<T[]> {
     assertNotInTransaction();
-    const result = await this.lite.query<T>(sql, params as unknown[] | undefined);
+    const result = await this.inTurn(() => this.lite.query<T>(sql, params as unknown[] | undefined));
     return result.rows;
   }
 
   async transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
     assertNotInTransaction();
     let handle: TxHandle | undefined;
-    const result = await this.lite.transaction(async (inner) => {
+    const result = await this.inTurn(() => this.lite.transaction(async (inner) => {
       handle = new TxHandle(
         async <R>(sql: string, params?: readonly unknown[]) => (await inner.query<R>(sql, params as unknown[] | undefined)).rows,
         async (sql: string) => {
@@ -44,7 +60,7 @@ class PgliteDb implements Db {
       );
       const current = handle;
       return insideTransaction.run(true, () => fn(current));
-    });
+    }));
     if (handle) finishCommit(handle, this.signals);
     return result;
   }
