@@ -142,8 +142,10 @@ test('a rate-limited subscription gets its deliveries spaced, while another subs
     const fastLast = Math.max(...fast.received.map((r) => r.at));
     assert.ok(fastLast < slowAt[2], 'the other subscription received everything before the throttled one was half done');
     assert.equal(new Set(slow.eventIds()).size, 6, 'nothing dropped or repeated');
-    const statuses = (await listDeliveries(app, key, throttledId)).map((d) => d.status);
-    assert.deepEqual(statuses, Array(6).fill('delivered'));
+    // The receiver sees a request before its outcome commits: wait for the last one.
+    const statuses = async () => (await listDeliveries(app, key, throttledId)).map((d) => d.status);
+    await eventually(async () => (await statuses()).every((status) => status === 'delivered'), 10_000, 'six outcomes committed');
+    assert.deepEqual(await statuses(), Array(6).fill('delivered'));
   } finally {
     await slow.close();
     await fast.close();
