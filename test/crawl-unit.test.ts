@@ -142,6 +142,16 @@ test('extraction: main content preferred, chrome dropped, body fallback, links, 
   const bare = extractPage(`<html><body><header>Top</header><div><p>${filler}</p></div><main><p>Tiny</p></main></body></html>`);
   assert.ok(bare.text.includes('Breakfast') && !bare.text.includes('Top'), 'a nearly empty <main> falls back to the body');
   assert.ok(extractPage('<html><body><p>Hi</p></body></html>').text.length < 200);
+
+  const roles = extractPage(`<html><head><base href="/x/"><base href="/y/"><title>T</title><link rel="alternate" href="/alt"></head>
+    <body><a href="">empty</a><div role="main"><p>${filler} Fish &amp; chips</p></div><map><area href="/m"></map><a>none</a></body></html>`);
+  assert.equal(roles.base, '/x/', 'the first <base href>');
+  assert.equal(roles.canonical, undefined);
+  assert.ok(roles.text.endsWith('Fish & chips'), 'role="main" is the content root; entities decoded');
+  assert.deepEqual(roles.links, ['/m'], 'links with an empty or no href are left out');
+  const two = extractPage(`<html><body><article><p>${filler}</p></article><article><p>Second article words</p></article></body></html>`);
+  assert.ok(two.text.includes('Second article words'), 'two <article>s and no <main>: the whole body');
+  assert.equal(extractPage(`<html><body><h1>Heading only</h1><main><p>${filler}</p></main></body></html>`).title, 'Heading only', 'no <title>: the first <h1>');
 });
 
 test('selection rules: page and required rules first, then the longest path prefix, then defaultEnabled', () => {
