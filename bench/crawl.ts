@@ -15,13 +15,14 @@
  */
 import http from 'node:http';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { AddressInfo } from 'node:net';
 import { systemCtx } from '../src/context.js';
+import { CpuMeter } from './lib.js';
 
 type Kind = 'ours' | 'ours-crawler' | 'minimal' | 'crawlee' | 'ours-50';
 
@@ -40,6 +41,9 @@ export interface Result {
   /** Ours: a further recrawl with the sitemap's lastmods gone: every page asked conditionally (304). */
   conditionalRecrawlSeconds?: number;
   note?: string;
+  /** Over the child's whole run, in % of one core: the crawler, the site, PostgreSQL, everything else; and the load average before it. */
+  cpuPct?: Record<string, number>;
+  loadAverage?: number;
 }
 
 function arg(name: string, fallback: number): number {
@@ -138,7 +142,7 @@ function command(args: string[], core: string | undefined): [string, string[]] {
 }
 
 /** The site in its own process; resolves with its URL once it listens. */
-function startSiteProcess(pages: number, latency: number, core: string | undefined): Promise<{ url: string; requests: () => Promise<number>; stop: () => void }> {
+function startSiteProcess(pages: number, latency: number, core: string | undefined): Promise<{ url: string; pid: number | undefined; requests: () => Promise<number>; stop: () => void }> {
   const [cmd, args] = command(['--import', 'tsx', fileURLToPath(import.meta.url), '--site', '--pages', String(pages), '--latency', String(latency)], core);
   const proc = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   running.add(proc);
@@ -151,6 +155,7 @@ function startSiteProcess(pages: number, latency: number, core: string | undefin
       const url = line.trim();
       resolve({
         url,
+        pid: proc.pid,
         requests: async () => Number(await (await fetch(`${url}__requests`)).text()),
         stop: () => {
           running.delete(proc);
@@ -399,24 +404,32 @@ export function killCrawlChildren(): void {
 }
 
 /** A crawler run in its own process (pinned to `core`); with `databaseUrl` our crawl job stores there (schema bench_crawl_<pid>). */
-function child(kind: Kind, root: string, pages: number, concurrency: number, core: string | undefined, databaseUrl?: string): Promise<Result | { error: string }> {
+function child(kind: Kind, root: string, pages: number, concurrency: number, core: string | undefined, sitePid: number | undefined, databaseUrl?: string): Promise<Result | { error: string }> {
   const env = { ...process.env };
   delete env.DATABASE_URL;
   delete env.DATABASE_SCHEMA;
   if (databaseUrl) env.DATABASE_URL = databaseUrl;
   const [cmd, args] = command(['--import', 'tsx', fileURLToPath(import.meta.url), '--child', kind, '--root', root, '--pages', String(pages), '--concurrency', String(concurrency)], core);
   return new Promise((resolve) => {
+    const loadAverage = Math.round(loadavg()[0] * 10) / 10;
     const proc = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'], env });
+    const meter = new CpuMeter({ crawler: proc.pid, site: sitePid }, databaseUrl !== undefined);
     running.add(proc);
     // Bounded: a crawler that has not finished after 5 minutes is killed and reported as failed.
     const timer = setTimeout(() => proc.kill('SIGKILL'), 300_000);
     let out = '';
-    proc.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    // Read when the child prints its result, just before it exits (its CPU is no longer readable after).
+    let cpuPct: Record<string, number> | undefined;
+    proc.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      if (!cpuPct && /(^|\n)\{/.test(out)) cpuPct = meter.stop();
+    });
     proc.on('close', (code, signal) => {
       clearTimeout(timer);
       running.delete(proc);
       const line = out.trim().split('\n').filter((l) => l.startsWith('{')).pop();
-      const result = line ? (JSON.parse(line) as Result | { error: string }) : { error: `exited with ${code ?? signal}: ${out.slice(-500)}` };
+      const parsed = line ? (JSON.parse(line) as Result | { error: string }) : { error: `exited with ${code ?? signal}: ${out.slice(-500)}` };
+      const result = 'error' in parsed ? parsed : { ...parsed, cpuPct, loadAverage };
       // The child drops its schema itself; this catches a child that died first (taskset keeps the pid: it execs node).
       if ((kind === 'ours' || kind === 'ours-50') && databaseUrl && proc.pid) void dropSchema(databaseUrl, `bench_crawl_${proc.pid}`).finally(() => resolve(result));
       else resolve(result);
@@ -490,7 +503,7 @@ export async function runCrawl(options: CrawlOptions = {}): Promise<CrawlSummary
   try {
     for (const kind of ['ours', 'ours-crawler', 'minimal', 'crawlee', 'ours-50'] as const) {
       const before = await site.requests();
-      const r = await child(kind, site.url, kind === 'ours-50' ? 50 : pages, concurrency, pinned?.crawler, options.databaseUrl);
+      const r = await child(kind, site.url, kind === 'ours-50' ? 50 : pages, concurrency, pinned?.crawler, site.pid, options.databaseUrl);
       if (kind === 'ours-50' && !('error' in r)) requestsAtMaxPages50 = (await site.requests()) - before;
       results.push({ kind, ...r });
       say('error' in r ? `  ${kind}: failed: ${r.error}` : `  ${r.crawler}: ${r.pages} pages in ${r.seconds.toFixed(2)} s, ${r.pagesPerSecond.toFixed(1)} pages/s, peak RSS ${r.peakRssMb} MB`);
@@ -533,7 +546,9 @@ export function printCrawl(summary: CrawlSummary): void {
       const recrawl = r.recrawlSeconds !== undefined
         ? `  recrawl ${r.recrawlSeconds.toFixed(2)} s (${r.recrawlRequests} requests; all conditional, no lastmod: ${r.conditionalRecrawlSeconds?.toFixed(2)} s)`
         : '';
-      console.log(`  ${r.crawler.padEnd(72)} ${String(r.pages).padStart(4)} pages  ${r.seconds.toFixed(2)} s  ${r.pagesPerSecond.toFixed(1).padStart(6)} pages/s  ${r.cpuMsPerPage.toFixed(1)} ms CPU a page  peak RSS ${r.peakRssMb} MB${recrawl}  (${r.note})`);
+      const c = r.cpuPct;
+      const load = c ? `  CPU % crawler/site/pg/other ${c.crawler ?? '-'}/${c.site ?? '-'}/${c.postgres ?? '-'}/${c.other ?? '-'}, load ${r.loadAverage}` : '';
+      console.log(`  ${r.crawler.padEnd(72)} ${String(r.pages).padStart(4)} pages  ${r.seconds.toFixed(2)} s  ${r.pagesPerSecond.toFixed(1).padStart(6)} pages/s  ${r.cpuMsPerPage.toFixed(1)} ms CPU a page  peak RSS ${r.peakRssMb} MB${recrawl}${load}  (${r.note})`);
     }
   }
   const { fullJob, crawlerOnly, crawlerVsMinimal, recrawlShare } = summary.ratios;
