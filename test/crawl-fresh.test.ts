@@ -181,6 +181,56 @@ test('conditional recrawl: If-None-Match / If-Modified-Since from the previous a
   assert.ok(seen.includes(`/b ${stamp}`) || seen.includes('/b "b-1"'));
 });
 
+test('sitemap lastmod: a page not modified since its last fetch is carried over unrequested; a later lastmod is fetched', async () => {
+  const seen: string[] = [];
+  const lastmods: Record<string, string> = { '/': '2020-01-01', '/a': '2020-01-01T10:00:00Z', '/b': '2020-01-01' };
+  const routes: Routes = {
+    '/': html(page('Home', prose('Home'), ['/a', '/b'])),
+    '/a': validated(page('A', prose('Page A'), ['/c']), '"a-1"', undefined, seen),
+    '/b': html(page('B', prose('Page B'))),
+    '/c': validated(page('C', prose('Page C, linked from A only')), '"c-1"', undefined, seen),
+    '/sitemap.xml': () => ({
+      headers: { 'content-type': 'application/xml' },
+      body: `<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">${Object.entries(lastmods)
+        .map(([path, lastmod]) => `<url><loc>${site.origin}${path}</loc><lastmod>${lastmod}</lastmod></url>`).join('')}</urlset>`,
+    }),
+  };
+  const site = await startSite(routes);
+  sites.push(site);
+  const first = await crawl({ rootUrl: `${site.origin}/`, crawlDepth: 2, maxPages: 10 });
+  assert.equal(first.job.status, 'completed', JSON.stringify(first));
+  assert.deepEqual(first.job.changes, { new: 4, changed: 0, same: 0, removed: 0 });
+  // /about (a link of the pages' chrome) answers 404: a failed page, requested by every crawl.
+  assert.deepEqual(pageRequests(site).sort(), ['/', '/a', '/about', '/b', '/c'], 'a first crawl requests every page, whatever the sitemap says');
+  const afterFirst = new Date(Date.now() + 1).toISOString();
+
+  site.requests.length = 0;
+  const second = await crawl({ websiteId: first.job.websiteId });
+  assert.equal(second.job.status, 'completed', JSON.stringify(second));
+  assert.deepEqual(second.job.changes, { new: 0, changed: 0, same: 4, removed: 0 });
+  assert.deepEqual(pageRequests(site).sort(), ['/about', '/c'], 'pages whose lastmod is older than their fetch are not requested; /c is not in the sitemap');
+  assert.deepEqual(seen, ['/c "c-1"'], '/c is asked conditionally');
+  const item = await websiteItem(app, tenant.key, first.job.websiteId);
+  assert.deepEqual(item.pages.map((p) => p.path), ['/', '/a', '/b', '/c'], 'links of a page carried over are followed');
+  assert.equal(item.chunkCount, first.job.chunks);
+
+  // The sitemap reports, late, a change made after the first crawl: /b was carried over by the second crawl
+  // without a request, so it still counts from the first crawl's fetch, and is fetched now.
+  site.routes['/b'] = html(page('B', prose('Page B, renovated')));
+  lastmods['/b'] = afterFirst;
+  site.requests.length = 0;
+  const third = await crawl({ websiteId: first.job.websiteId });
+  assert.equal(third.job.status, 'completed', JSON.stringify(third));
+  assert.deepEqual(third.job.changes, { new: 0, changed: 1, same: 3, removed: 0 });
+  assert.deepEqual(third.changedPages.map((p) => new URL(p.url).pathname), ['/b']);
+  assert.deepEqual(pageRequests(site).sort(), ['/about', '/b', '/c']);
+  const fetched = await app.runtime.services.db.query<{ path: string; http_fetched_at: Date | null }>(
+    `SELECT path, http_fetched_at FROM knowledge_sources WHERE website_generation_id = $1`, [third.job.websiteGenerationId]);
+  const at = Object.fromEntries(fetched.map((r) => [r.path, r.http_fetched_at?.getTime()]));
+  assert.ok(at['/b'] !== undefined && at['/b'] > Date.parse(afterFirst), 'the fetched page has its new fetch time');
+  assert.ok(at['/a'] !== undefined && at['/a'] < Date.parse(afterFirst), 'a page carried over keeps the first fetch time');
+});
+
 test('429 and 503 with Retry-After are waited for and asked again; a wait past the deadline is a failed page', async () => {
   const asked: Array<{ path: string; at: number }> = [];
   const busy = (status: number, retryAfter: string, times: number): Routes[string] => {

@@ -7,7 +7,7 @@ import { isEnabled, requiredUrls } from '../src/knowledge/crawler/selection.js';
 import { LocalEmbedder, RemoteEmbedder, EmbeddingError } from '../src/knowledge/crawler/embedder.js';
 import { CrawlFetcher, CrawlFetchError } from '../src/knowledge/crawler/fetcher.js';
 import { loadRobots } from '../src/knowledge/crawler/robots.js';
-import { parseSitemap, sitemapUrls } from '../src/knowledge/crawler/sitemap.js';
+import { lastmodMs, parseSitemap, sitemapUrls } from '../src/knowledge/crawler/sitemap.js';
 import { HostGate } from '../src/knowledge/crawler/gate.js';
 import { startSite } from './fixtures/site/server.js';
 import { startReceiver } from './helpers/receiver.js';
@@ -92,7 +92,7 @@ test('robots.txt: groups for our agent, longest match, Allow wins ties, Crawl-de
 test('sitemaps: url sets, indexes and gzip files, same site only', async () => {
   assert.deepEqual(parseSitemap('<urlset><url><loc> https://a.example/x?a=1&amp;b=2 </loc></url><url><loc><![CDATA[https://a.example/y]]></loc></url></urlset>'), {
     index: false,
-    locs: ['https://a.example/x?a=1&b=2', 'https://a.example/y'],
+    entries: [{ loc: 'https://a.example/x?a=1&b=2' }, { loc: 'https://a.example/y' }],
   });
   const site = await startSite({});
   closers.push(() => site.close());
@@ -101,7 +101,28 @@ test('sitemaps: url sets, indexes and gzip files, same site only', async () => {
   const urls = await sitemapUrls([new URL('/sitemap.xml', site.origin)], {
     fetcher: fetcher(true), allowPrivate: true, maxBytes: 100_000, sameSite: (u) => u.host === new URL(site.origin).host, allowed: async () => true, maxUrls: 10, maxFiles: 5,
   });
-  assert.deepEqual(urls.map((u) => u.href), [`${site.origin}/one`]);
+  assert.deepEqual(urls.map((u) => u.url.href), [`${site.origin}/one`]);
+});
+
+test('sitemaps: <lastmod> per <url>, read as the latest instant it can mean', () => {
+  const { entries } = parseSitemap(`<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+    <url><lastmod>2026-11-20T10:15:00+01:00</lastmod><loc>https://a.example/a</loc></url>
+    <url><loc>https://a.example/b</loc><lastmod>2026-11-20</lastmod><changefreq>daily</changefreq></url>
+    <url><loc>https://a.example/c</loc></url>
+    <url><loc>https://a.example/d</loc><lastmod>last tuesday</lastmod></url>
+  </urlset>`);
+  assert.deepEqual(entries, [
+    { loc: 'https://a.example/a', lastmod: Date.parse('2026-11-20T09:15:00Z') },
+    { loc: 'https://a.example/b', lastmod: Date.parse('2026-11-21T11:59:59.999Z') },
+    { loc: 'https://a.example/c' },
+    { loc: 'https://a.example/d' },
+  ]);
+  assert.equal(lastmodMs('2026-11-20T10:15:30.5Z'), Date.parse('2026-11-20T10:15:30.500Z'));
+  assert.equal(lastmodMs('2026-11-20T10:15-03:30'), Date.parse('2026-11-20T13:45:00Z'));
+  assert.equal(lastmodMs('2026-11-20T10:15'), Date.parse('2026-11-20T22:15:00Z'), 'no time zone: as at UTC-12');
+  assert.equal(lastmodMs('2026-11'), Date.parse('2026-12-01T11:59:59.999Z'));
+  assert.equal(lastmodMs('2026'), Date.parse('2027-01-01T11:59:59.999Z'));
+  for (const bad of ['2026-13-01', '2026-11-20T25:00Z', 'yesterday', '']) assert.equal(lastmodMs(bad), undefined, bad);
 });
 
 test('extraction: main content preferred, chrome dropped, body fallback, links, canonical, meta robots', () => {
@@ -121,6 +142,16 @@ test('extraction: main content preferred, chrome dropped, body fallback, links, 
   const bare = extractPage(`<html><body><header>Top</header><div><p>${filler}</p></div><main><p>Tiny</p></main></body></html>`);
   assert.ok(bare.text.includes('Breakfast') && !bare.text.includes('Top'), 'a nearly empty <main> falls back to the body');
   assert.ok(extractPage('<html><body><p>Hi</p></body></html>').text.length < 200);
+
+  const roles = extractPage(`<html><head><base href="/x/"><base href="/y/"><title>T</title><link rel="alternate" href="/alt"></head>
+    <body><a href="">empty</a><div role="main"><p>${filler} Fish &amp; chips</p></div><map><area href="/m"></map><a>none</a></body></html>`);
+  assert.equal(roles.base, '/x/', 'the first <base href>');
+  assert.equal(roles.canonical, undefined);
+  assert.ok(roles.text.endsWith('Fish & chips'), 'role="main" is the content root; entities decoded');
+  assert.deepEqual(roles.links, ['/m'], 'links with an empty or no href are left out');
+  const two = extractPage(`<html><body><article><p>${filler}</p></article><article><p>Second article words</p></article></body></html>`);
+  assert.ok(two.text.includes('Second article words'), 'two <article>s and no <main>: the whole body');
+  assert.equal(extractPage(`<html><body><h1>Heading only</h1><main><p>${filler}</p></main></body></html>`).title, 'Heading only', 'no <title>: the first <h1>');
 });
 
 test('selection rules: page and required rules first, then the longest path prefix, then defaultEnabled', () => {

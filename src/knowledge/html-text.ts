@@ -34,7 +34,9 @@ export function htmlText(scope: HTMLElement, options: HtmlTextOptions): string {
   };
   const walk = (node: Node) => {
     if (node.nodeType === 3) {
-      line += node.text;
+      // Decoding entities is the walk's main cost: text without any '&' is its own decoding.
+      const raw = node.rawText;
+      line += raw.includes('&') ? node.text : raw;
       return;
     }
     if (node.nodeType !== 1) return;

@@ -40,8 +40,10 @@ export interface CrawledPage {
   /** Same-site links followed from it (absolute URLs). */
   links: string[];
   validators: Validators;
-  /** The previous crawl's page it equals (a 304 answer): its text, chunks and vectors are reused. */
+  /** The previous crawl's page it equals (a 304 answer, or a sitemap lastmod not newer than its fetch): its text, chunks and vectors are reused. */
   unchangedFrom?: string;
+  /** When the site last confirmed this content (epoch ms of the request answered 200 or 304). */
+  fetchedAt: number;
 }
 
 export interface CrawlCounters {

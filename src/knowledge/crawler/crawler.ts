@@ -16,6 +16,8 @@ export const PAGE_CAP = 500;
 const MAX_FAILURES_KEPT = 100;
 /** Links kept with a page for a conditional recrawl (a 304 reuses them). */
 const MAX_LINKS_KEPT = 1000;
+/** A page is carried over on the sitemap's word only while the site confirmed it (200 or 304) this recently. */
+export const SITEMAP_TRUST_MS = 30 * 24 * 3_600_000;
 
 interface InFlight {
   result: Promise<PageResult>;
@@ -35,6 +37,8 @@ export class SiteCrawler {
   private readonly scheduled = new Set<string>();
   private readonly stored = new Set<string>();
   private readonly queue: Item[] = [];
+  /** Sitemap <lastmod> (epoch ms) by page key. */
+  private readonly lastmods = new Map<string, number>();
   private readonly stopper = new AbortController();
   private readonly signal: AbortSignal;
   readonly counters: CrawlCounters = { pagesDiscovered: 0, pagesProcessed: 0, pagesFailed: 0 };
@@ -74,7 +78,11 @@ export class SiteCrawler {
       maxUrls: fetchBudget,
       maxFiles: 20,
     });
-    for (const url of listed) await this.enqueue(cleanUrl(url), 1);
+    for (const { url, lastmod } of listed) {
+      const clean = cleanUrl(url);
+      if (lastmod !== undefined) this.lastmods.set(pageKey(clean), lastmod);
+      await this.enqueue(clean, 1);
+    }
 
     const window: InFlight[] = [];
     const windowSize = this.opts.concurrencyPerHost * 2 + 2;
@@ -160,6 +168,8 @@ export class SiteCrawler {
   }
 
   private fetchPage(item: Item): Promise<PageResult> {
+    const carried = this.unchangedPerSitemap(item);
+    if (carried) return Promise.resolve(carried);
     return fetchPage(item, {
       fetcher: this.opts.fetcher,
       allowPrivate: this.opts.allowPrivate,
@@ -171,6 +181,19 @@ export class SiteCrawler {
       previous: (key) => this.settings.previous?.get(key),
       deadline: this.deadline,
     });
+  }
+
+  /**
+   * A page of the previous crawl whose sitemap <lastmod> is not newer than the request that last confirmed its
+   * content (within SITEMAP_TRUST_MS): the same page, reused without a request, as after a 304. It keeps that
+   * confirmation time, so a change the sitemap reports late is still seen on a later crawl.
+   */
+  private unchangedPerSitemap(item: Item): PageResult | undefined {
+    const previous = this.settings.previous?.get(item.key);
+    const lastmod = this.lastmods.get(item.key);
+    const fetchedAt = previous?.fetchedAt;
+    if (!previous || fetchedAt === undefined || lastmod === undefined || lastmod > fetchedAt || Date.now() - fetchedAt > SITEMAP_TRUST_MS) return undefined;
+    return { kind: 'unchanged', item, final: item.url, hops: [], previous, validators: { etag: previous.etag, lastModified: previous.lastModified }, fetchedAt };
   }
 
   private recordFailure(failure: PageFailure): void {
@@ -248,6 +271,7 @@ export class SiteCrawler {
       links: links.slice(0, MAX_LINKS_KEPT).map((link) => link.href),
       validators: result.validators,
       unchangedFrom: result.kind === 'unchanged' ? result.previous.id : undefined,
+      fetchedAt: result.fetchedAt,
     });
   }
 }

@@ -42,11 +42,6 @@ function textOf(scope: HTMLElement, keepChrome: boolean): string {
   return htmlText(scope, { skip: (el, tag) => skipped(el, tag, keepChrome), keepLineBreaks: false });
 }
 
-function attr(el: HTMLElement, name: string): string | undefined {
-  const value = el.getAttribute(name);
-  return value === undefined || value === null ? undefined : value;
-}
-
 /**
  * One parse of a page gives everything the crawler needs: links, canonical, meta robots, title and the main
  * text. Main content, Readability-style but simpler: the page's <main> (or role=main), else its single
@@ -55,38 +50,100 @@ function attr(el: HTMLElement, name: string): string | undefined {
  */
 export function extractPage(html: string): ExtractedPage {
   const root = parse(html, { comment: false, blockTextElements: { script: false, noscript: false, style: false, pre: true } });
-  const links: string[] = [];
-  for (const a of root.querySelectorAll('a[href], area[href]')) {
-    const href = attr(a, 'href');
-    if (href) links.push(href);
-  }
-  let canonical: string | undefined;
-  for (const link of root.querySelectorAll('link[href]')) {
-    const rel = (attr(link, 'rel') ?? '').toLowerCase().split(/\s+/);
-    if (rel.includes('canonical')) {
-      canonical = attr(link, 'href');
-      break;
-    }
-  }
-  let noindex = false;
-  let nofollow = false;
-  for (const meta of root.querySelectorAll('meta[name]')) {
-    if ((attr(meta, 'name') ?? '').toLowerCase() !== 'robots') continue;
-    const content = (attr(meta, 'content') ?? '').toLowerCase();
-    if (/\b(noindex|none)\b/.test(content)) noindex = true;
-    if (/\b(nofollow|none)\b/.test(content)) nofollow = true;
-  }
-  const base = root.querySelector('base[href]');
-  const title = root.querySelector('title')?.text.replace(/\s+/g, ' ').trim() || undefined;
-
-  const body = root.querySelector('body') ?? root;
-  const articles = body.querySelectorAll('article');
-  const main = body.querySelector('main') ?? body.querySelector('[role="main"]') ?? (articles.length === 1 ? articles[0] : null);
+  const found = scan(root);
+  const body = found.body ?? root;
+  const main = found.main ?? found.roleMain ?? (found.articles === 1 ? found.article : undefined);
   let text = main ? textOf(main, true) : '';
   if (text.length < MIN_TEXT_CHARS) {
     const whole = textOf(body, false);
     if (whole.length > text.length) text = whole;
   }
-  const heading = title ?? (root.querySelector('h1')?.text.replace(/\s+/g, ' ').trim() || undefined);
-  return { title: heading?.slice(0, 160), text, links, canonical, base: base ? attr(base, 'href') : undefined, noindex, nofollow };
+  const title = found.title?.text.replace(/\s+/g, ' ').trim() || undefined;
+  const heading = title ?? (found.h1?.text.replace(/\s+/g, ' ').trim() || undefined);
+  return { title: heading?.slice(0, 160), text, links: found.links, canonical: found.canonical, base: found.base, noindex: found.noindex, nofollow: found.nofollow };
+}
+
+interface Scan {
+  /** href of every <a href> and <area href> (non-empty), in document order. */
+  links: string[];
+  canonical?: string;
+  base?: string;
+  noindex: boolean;
+  nofollow: boolean;
+  /** The first of each. */
+  title?: HTMLElement;
+  h1?: HTMLElement;
+  body?: HTMLElement;
+  /** Inside the first <body> (or anywhere when there is none): the first <main>, the first role="main", the <article>s. */
+  main?: HTMLElement;
+  roleMain?: HTMLElement;
+  article?: HTMLElement;
+  articles: number;
+}
+
+/**
+ * One walk over the parsed page in document order, instead of a CSS selector query (compiled and run over the
+ * whole tree) for each thing the crawler looks for.
+ */
+function scan(root: HTMLElement): Scan {
+  const out: Scan = { links: [], noindex: false, nofollow: false, articles: 0 };
+  // Elements inside <body> are only told apart from the rest once a <body> is known to exist.
+  const inner: Array<{ el: HTMLElement; tag: string; inBody: boolean }> = [];
+  const walk = (el: HTMLElement, inBody: boolean) => {
+    for (const node of el.childNodes) {
+      if (node.nodeType !== 1) continue;
+      const child = node as HTMLElement;
+      const tag = child.rawTagName ? child.rawTagName.toLowerCase() : '';
+      let childInBody = inBody;
+      switch (tag) {
+        case 'a':
+        case 'area': {
+          const href = child.getAttribute('href');
+          if (href) out.links.push(href);
+          break;
+        }
+        case 'link': {
+          const href = child.getAttribute('href');
+          if (out.canonical === undefined && href !== undefined && (child.getAttribute('rel') ?? '').toLowerCase().split(/\s+/).includes('canonical')) out.canonical = href;
+          break;
+        }
+        case 'meta': {
+          if ((child.getAttribute('name') ?? '').toLowerCase() !== 'robots') break;
+          const content = (child.getAttribute('content') ?? '').toLowerCase();
+          if (/\b(noindex|none)\b/.test(content)) out.noindex = true;
+          if (/\b(nofollow|none)\b/.test(content)) out.nofollow = true;
+          break;
+        }
+        case 'base':
+          if (out.base === undefined) out.base = child.getAttribute('href');
+          break;
+        case 'title':
+          out.title ??= child;
+          break;
+        case 'h1':
+          out.h1 ??= child;
+          break;
+        case 'body':
+          if (!out.body) {
+            out.body = child;
+            childInBody = true;
+          }
+          break;
+        default:
+      }
+      if (tag === 'main' || tag === 'article' || child.getAttribute('role') === 'main') inner.push({ el: child, tag, inBody });
+      walk(child, childInBody);
+    }
+  };
+  walk(root, false);
+  for (const { el, tag, inBody } of inner) {
+    if (out.body && !inBody) continue;
+    if (tag === 'main') out.main ??= el;
+    if (el.getAttribute('role') === 'main') out.roleMain ??= el;
+    if (tag === 'article') {
+      out.articles += 1;
+      out.article ??= el;
+    }
+  }
+  return out;
 }

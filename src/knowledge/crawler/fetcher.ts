@@ -86,8 +86,18 @@ export class CrawlFetcher {
    * caller's `signal` aborting rethrows its reason.
    */
   async get(url: URL, accept: (contentType: string) => boolean, acceptHeader: string, signal?: AbortSignal, extraHeaders?: Record<string, string>): Promise<Answer> {
-    const deadline = AbortSignal.timeout(this.opts.timeoutMs);
-    const combined = signal ? AbortSignal.any([signal, deadline]) : deadline;
+    // One controller for the deadline and the caller's signal (AbortSignal.timeout + AbortSignal.any cost a
+    // timer, a weak registration on the crawl-wide signal and a finalizer per request); released at the end.
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort(new DOMException('the request took too long', 'TimeoutError'));
+    }, this.opts.timeoutMs);
+    const onAbort = () => controller.abort(signal?.reason);
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
+    const combined = controller.signal;
     let body: Readable | undefined;
     try {
       const res = await request(url, {
@@ -114,12 +124,15 @@ export class CrawlFetcher {
       body?.on('error', () => undefined).destroy();
       if (signal?.aborted) throw signal.reason ?? error;
       if (error instanceof CrawlFetchError) throw error;
-      const failure = classifyNetError(error, deadline.aborted);
+      const failure = classifyNetError(error, timedOut);
       if (failure.code === 'blocked_destination') throw new CrawlFetchError('blocked_destination', failure.blockedReason ?? failure.message);
       if (failure.code === 'timeout') throw new CrawlFetchError('timeout', `no complete answer within ${this.opts.timeoutMs} ms`);
       // The name does not resolve (any more): a site that vanished, told apart from one that is down.
       if (failure.hostNotFound) throw new CrawlFetchError('host_not_found', `the host ${url.hostname} could not be found (DNS)`);
       throw new CrawlFetchError('connection', failure.message);
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
     }
   }
 

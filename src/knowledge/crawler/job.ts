@@ -80,19 +80,21 @@ async function finalize(deps: CrawlJobDeps, ctx: JobContext, crawl: CrawlJobRow,
 }
 
 /**
- * Pages a recrawl asks for conditionally, by the page key they were stored at: those whose chunks it can
- * reuse, with a validator to send and their followed links kept (pages stored before links were kept have none).
+ * Pages a recrawl may reuse unread, by the page key they were stored at: those whose chunks it can reuse and
+ * whose followed links were kept (pages stored before links were kept have none), with a validator to ask
+ * conditionally or a fetch time to compare with the sitemap's <lastmod>.
  */
 function previousPages(reusable: readonly ReusablePage[]): Map<string, PreviousPage> {
   const out = new Map<string, PreviousPage>();
   for (const page of reusable) {
-    if (!page.followed_links || (!page.http_etag && !page.http_last_modified)) continue;
+    if (!page.followed_links || (!page.http_etag && !page.http_last_modified && !page.http_fetched_at)) continue;
     out.set(pageKey(new URL(page.url)), {
       id: page.id,
       canonicalKey: page.canonical_url,
       links: page.followed_links,
       etag: page.http_etag ?? undefined,
       lastModified: page.http_last_modified ?? undefined,
+      fetchedAt: page.http_fetched_at?.getTime(),
     });
   }
   return out;

@@ -31,6 +31,8 @@ export interface PreviousPage {
   links: string[];
   etag?: string;
   lastModified?: string;
+  /** When the site last confirmed its content (epoch ms of the request answered 200 or 304), if known. */
+  fetchedAt?: number;
 }
 
 /** Response validators to keep with a stored page. */
@@ -40,8 +42,8 @@ export interface Validators {
 }
 
 export type PageResult =
-  | { kind: 'page'; item: Item; final: URL; hops: string[]; page: ExtractedPage; validators: Validators }
-  | { kind: 'unchanged'; item: Item; final: URL; hops: string[]; previous: PreviousPage; validators: Validators }
+  | { kind: 'page'; item: Item; final: URL; hops: string[]; page: ExtractedPage; validators: Validators; fetchedAt: number }
+  | { kind: 'unchanged'; item: Item; final: URL; hops: string[]; previous: PreviousPage; validators: Validators; fetchedAt: number }
   | { kind: 'failed'; item: Item; failure: PageFailure }
   | { kind: 'skipped'; item: Item };
 
@@ -94,13 +96,14 @@ function conditionalHeaders(previous: PreviousPage | undefined): Record<string, 
 export async function fetchPage(item: Item, ctx: PageFetchContext): Promise<PageResult> {
   let target = item.url;
   const hops: string[] = [];
-  const waits = { retries: 0 };
+  // Retry-After waits so far, and when the last request was sent (the time its answer confirms).
+  const state = { retries: 0, askedAt: 0 };
   try {
     const followed = await followRedirects<Answer, PageResult>(item.url, {
       maxRedirects: MAX_REDIRECTS,
       request: (url) => {
         target = url;
-        return requestPage(item, url, hops, waits, ctx);
+        return requestPage(item, url, hops, state, ctx);
       },
       next: (location, from) => {
         let next: URL;
@@ -122,7 +125,7 @@ export async function fetchPage(item: Item, ctx: PageFetchContext): Promise<Page
     if (answer.status < 200 || answer.status >= 300) return fail(item, final, 'http_status', `HTTP ${answer.status}`);
     if (!answer.body) return fail(item, final, 'unsupported_content_type', `not an HTML page (${answer.contentType ?? 'no content type'})`);
     const validators = { etag: answer.etag, lastModified: answer.lastModified };
-    return { kind: 'page', item, final, hops, page: extractPage(answer.body.toString('utf8')), validators };
+    return { kind: 'page', item, final, hops, page: extractPage(answer.body.toString('utf8')), validators, fetchedAt: state.askedAt };
   } catch (error) {
     if (error instanceof CrawlFetchError) return fail(item, target, error.code, error.message);
     if (ctx.signal.aborted) return { kind: 'skipped', item };
@@ -131,26 +134,29 @@ export async function fetchPage(item: Item, ctx: PageFetchContext): Promise<Page
 }
 
 /** One hop: robots.txt, the host's gate, a conditional request for a page stored before, Retry-After waits. */
-async function requestPage(item: Item, target: URL, hops: string[], waits: { retries: number }, ctx: PageFetchContext): Promise<Answer | Stop<PageResult>> {
+async function requestPage(item: Item, target: URL, hops: string[], state: { retries: number; askedAt: number }, ctx: PageFetchContext): Promise<Answer | Stop<PageResult>> {
   for (;;) {
     if (!(await ctx.robotsFor(target)).allows(target)) return new Stop(fail(item, target, 'robots_disallowed', 'robots.txt disallows this URL'));
     const gate = await ctx.gateFor(target);
     const previous = ctx.previous(pageKey(target));
     const conditional = conditionalHeaders(previous);
-    const answer = await gate.run(() => ctx.fetcher.get(target, (type) => HTML.test(type), ACCEPT, ctx.signal, conditional), ctx.signal);
+    const answer = await gate.run(() => {
+      state.askedAt = Date.now();
+      return ctx.fetcher.get(target, (type) => HTML.test(type), ACCEPT, ctx.signal, conditional);
+    }, ctx.signal);
     if (answer.status === 429 || answer.status === 503) {
       const wait = retryAfterMs(answer.retryAfter);
-      if (wait !== undefined && waits.retries < MAX_RETRY_AFTER && Date.now() + wait < ctx.deadline) {
+      if (wait !== undefined && state.retries < MAX_RETRY_AFTER && Date.now() + wait < ctx.deadline) {
         // The whole host waits, not just this page; then the same URL is asked again.
         gate.pauseUntil(Date.now() + wait);
-        waits.retries += 1;
+        state.retries += 1;
         continue;
       }
       if (wait !== undefined) return new Stop(fail(item, target, 'http_status', `HTTP ${answer.status}; Retry-After ${Math.ceil(wait / 1000)} s ends past the crawl's deadline or retries`));
     }
     if (answer.status === 304 && previous && conditional) {
       const validators = { etag: answer.etag ?? previous.etag, lastModified: answer.lastModified ?? previous.lastModified };
-      return new Stop({ kind: 'unchanged', item, final: target, hops, previous, validators });
+      return new Stop({ kind: 'unchanged', item, final: target, hops, previous, validators, fetchedAt: state.askedAt });
     }
     return answer;
   }

@@ -16,6 +16,8 @@ export interface NewPage {
   tokens: number;
   etag: string | null;
   lastModified: string | null;
+  /** When the site last confirmed the page's content. */
+  fetchedAt: Date;
   /** JSON array of the followed links' URLs. */
   links: string;
 }
@@ -34,6 +36,7 @@ export interface ReusablePage {
   tokens: number;
   http_etag: string | null;
   http_last_modified: string | null;
+  http_fetched_at: Date | null;
   followed_links: string[] | null;
 }
 
@@ -58,7 +61,7 @@ export const snapshotRepo = {
   /** Pages of a generation whose chunks all carry vectors of `model`: a page with the same text can copy them. */
   async reusable(db: Queryable, generationId: string, model: string): Promise<ReusablePage[]> {
     return db.query<ReusablePage>(
-      `SELECT s.id, s.url, s.canonical_url, s.title, s.preview, s.content_hash, s.chunk_count, s.tokens, s.http_etag, s.http_last_modified, s.followed_links
+      `SELECT s.id, s.url, s.canonical_url, s.title, s.preview, s.content_hash, s.chunk_count, s.tokens, s.http_etag, s.http_last_modified, s.http_fetched_at, s.followed_links
        FROM knowledge_sources s
        WHERE s.website_generation_id = $1 AND s.kind = 'website_page' AND s.content_hash IS NOT NULL AND s.ingest_status = 'ready'
          AND NOT EXISTS (SELECT 1 FROM knowledge_chunks c WHERE c.source_id = s.id AND (c.embedding IS NULL OR c.embedding_model IS DISTINCT FROM $2))`,
@@ -75,17 +78,17 @@ export const snapshotRepo = {
     const col = <K extends keyof NewPage>(key: K) => pages.map((p) => p[key]);
     await db.query(
       `INSERT INTO knowledge_sources (id, tenant_id, kind, title, url, active, property_id, website_id, website_generation_id, canonical_url, path,
-         enabled, display_order, preview, content_hash, chunk_count, tokens, http_etag, http_last_modified, followed_links, ingest_status, ingested_at,
-         created_by, created_at, updated_at)
+         enabled, display_order, preview, content_hash, chunk_count, tokens, http_etag, http_last_modified, http_fetched_at, followed_links, ingest_status,
+         ingested_at, created_by, created_at, updated_at)
        SELECT p.id, $1, 'website_page', p.title, p.url, true, $2, $3, $4, p.canonical_url, p.path, p.enabled, p.display_order, p.preview,
-         p.content_hash, p.chunk_count, p.tokens, p.etag, p.last_modified, p.links::jsonb, 'ready', $5, $6, $5, $5
+         p.content_hash, p.chunk_count, p.tokens, p.etag, p.last_modified, p.fetched_at, p.links::jsonb, 'ready', $5, $6, $5, $5
        FROM unnest($7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::boolean[], $13::int[], $14::text[], $15::text[], $16::int[], $17::int[],
-         $18::text[], $19::text[], $20::text[])
-         AS p (id, title, url, canonical_url, path, enabled, display_order, preview, content_hash, chunk_count, tokens, etag, last_modified, links)`,
+         $18::text[], $19::text[], $20::timestamptz[], $21::text[])
+         AS p (id, title, url, canonical_url, path, enabled, display_order, preview, content_hash, chunk_count, tokens, etag, last_modified, fetched_at, links)`,
       [
         ctx.tenantId, ctx.propertyId, ctx.websiteId, ctx.generationId, ctx.now, ctx.createdBy ? JSON.stringify(ctx.createdBy) : null,
         col('id'), col('title'), col('url'), col('canonicalUrl'), col('path'), col('enabled'), col('displayOrder'), col('preview'),
-        col('contentHash'), col('chunkCount'), col('tokens'), col('etag'), col('lastModified'), col('links'),
+        col('contentHash'), col('chunkCount'), col('tokens'), col('etag'), col('lastModified'), col('fetchedAt'), col('links'),
       ],
     );
   },

@@ -123,6 +123,7 @@ export class SnapshotWriter {
         ...counts,
         etag: page.validators.etag ?? null,
         lastModified: page.validators.lastModified ?? null,
+        fetchedAt: new Date(page.fetchedAt),
         links: JSON.stringify(page.links),
       });
     }
