@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const { openDb } = await import(`${root}dist/src/db/driver.js`);
 const { migrate } = await import(`${root}dist/src/db/migrate.js`);
-const { stampTemplate } = await import(`${root}dist/src/db/pglite-template.js`);
+const { compactTemplateWal, stampTemplate } = await import(`${root}dist/src/db/pglite-template.js`);
 
 const dir = `${root}dist/pglite-template`;
 rmSync(dir, { recursive: true, force: true });
@@ -14,6 +14,7 @@ const started = Date.now();
 // No template of its own to start from: templateDir points where none is.
 const db = await openDb({ dataDir: dir, templateDir: `${dir}/none` });
 const applied = await migrate(db);
+await compactTemplateWal(db);
 await db.close();
 stampTemplate(dir);
 console.log(`embedded database template with ${applied.length} migrations in dist/pglite-template (${Date.now() - started} ms)`);

@@ -1,4 +1,5 @@
-import { cpSync, existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { copyFile, truncate } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 
@@ -12,6 +13,12 @@ export const BUILT_TEMPLATE_DIR = fileURLToPath(new URL('../../pglite-template',
 
 const STAMP = 'm2m-template.json';
 
+interface Stamp {
+  pglite: string;
+  /** Files stored without their zero tail (WAL segments), by path inside pgdata: their real length. */
+  lengths?: Record<string, number>;
+}
+
 function pgliteVersion(): string {
   // The package does not export its package.json: it is found from the entry point's location.
   const entry = fileURLToPath(import.meta.resolve('@electric-sql/pglite'));
@@ -20,18 +27,83 @@ function pgliteVersion(): string {
   return String(manifest.version);
 }
 
-/** Copies the template into `dataDir` when it is empty and the template was made by the installed PGlite. */
-export function seedFromTemplate(dataDir: string, templateDir: string): boolean {
+function readStamp(templateDir: string): Stamp | undefined {
+  const file = path.join(templateDir, STAMP);
+  if (!existsSync(file)) return undefined;
+  const stamp = JSON.parse(readFileSync(file, 'utf8')) as Partial<Stamp>;
+  return typeof stamp.pglite === 'string' ? { pglite: stamp.pglite, lengths: stamp.lengths } : undefined;
+}
+
+/**
+ * The directories are made at once (a few dozen); the files (about a thousand, small) are copied by two
+ * asynchronous lanes, so that the server's code loads meanwhile: ES modules are read through the same libuv
+ * thread pool (4 threads), which a copy of every file at once would keep busy.
+ */
+async function copyTree(from: string, to: string): Promise<void> {
+  const files: Array<[string, string]> = [];
+  const walk = (source: string, target: string): void => {
+    mkdirSync(target, { recursive: true, mode: statSync(source).mode });
+    for (const entry of readdirSync(source, { withFileTypes: true })) {
+      const pair: [string, string] = [path.join(source, entry.name), path.join(target, entry.name)];
+      if (entry.isDirectory()) walk(...pair);
+      else files.push(pair);
+    }
+  };
+  walk(from, to);
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < files.length) {
+      const [source, target] = files[next++];
+      await copyFile(source, target);
+    }
+  };
+  await Promise.all([lane(), lane()]);
+}
+
+/**
+ * Copies the template into `dataDir` when it is empty and the template was made by the installed PGlite.
+ * Asynchronous, so that the server's code loads while the files are written.
+ */
+export async function seedFromTemplate(dataDir: string, templateDir: string): Promise<boolean> {
   if (existsSync(path.join(dataDir, 'PG_VERSION')) || readdirSync(dataDir).length > 0) return false;
-  const stamp = path.join(templateDir, STAMP);
-  if (!existsSync(stamp)) return false;
-  const { pglite } = JSON.parse(readFileSync(stamp, 'utf8')) as { pglite?: unknown };
-  if (pglite !== pgliteVersion()) return false;
-  cpSync(path.join(templateDir, 'pgdata'), dataDir, { recursive: true });
+  const stamp = readStamp(templateDir);
+  if (stamp?.pglite !== pgliteVersion()) return false;
+  await copyTree(path.join(templateDir, 'pgdata'), dataDir);
+  // Back to full length: the zero tail becomes a hole, read as zeros, never written.
+  await Promise.all(Object.entries(stamp.lengths ?? {}).map(([file, length]) => truncate(path.join(dataDir, file), length)));
   return true;
 }
 
-/** Marks `templateDir` (holding a closed, migrated `pgdata`) as made by the installed PGlite. */
+/**
+ * Run on the template database before it is closed: a checkpoint in a new WAL segment, with the old segments
+ * removed instead of kept for reuse, leaves one segment holding little more than the checkpoint record (the
+ * migrations' WAL, ~10 MB of a 16 MB segment, is no longer needed once their pages are written).
+ */
+export async function compactTemplateWal(db: { query(sql: string): Promise<unknown> }): Promise<void> {
+  await db.query('SET wal_recycle = off');
+  await db.query('CHECKPOINT');
+  await db.query('SELECT pg_switch_wal()');
+  await db.query('CHECKPOINT');
+}
+
+/**
+ * Marks `templateDir` (holding a closed, migrated `pgdata`) as made by the installed PGlite, and stores its WAL
+ * segments without their zero tails (16 MB each on disk, almost all zeros after compactTemplateWal), which
+ * every start would otherwise copy.
+ */
 export function stampTemplate(templateDir: string): void {
-  writeFileSync(path.join(templateDir, STAMP), `${JSON.stringify({ pglite: pgliteVersion() })}\n`);
+  const lengths: Record<string, number> = {};
+  const walDir = path.join(templateDir, 'pgdata', 'pg_wal');
+  for (const entry of readdirSync(walDir, { withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    const file = path.join(walDir, entry.name);
+    const bytes = readFileSync(file);
+    let end = bytes.length;
+    while (end > 0 && bytes[end - 1] === 0) end -= 1;
+    if (end === bytes.length) continue;
+    writeFileSync(file, bytes.subarray(0, end));
+    lengths[path.posix.join('pg_wal', entry.name)] = bytes.length;
+  }
+  const stamp: Stamp = { pglite: pgliteVersion(), lengths };
+  writeFileSync(path.join(templateDir, STAMP), `${JSON.stringify(stamp)}\n`);
 }

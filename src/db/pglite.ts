@@ -93,10 +93,13 @@ export async function openPglite(options: { dataDir: string; schema: string; tem
   if (!memory) {
     dataDir = path.resolve(options.dataDir, 'pgdata');
     mkdirSync(dataDir, { recursive: true });
-    seedFromTemplate(dataDir, options.templateDir ?? BUILT_TEMPLATE_DIR);
   }
   // Loaded only when used: the embedded engine costs ~45 MB of RSS that a PostgreSQL deployment should not carry.
-  const [{ PGlite }, { pg_trgm }] = await Promise.all([import('@electric-sql/pglite'), import('@electric-sql/pglite/contrib/pg_trgm')]);
+  const [{ PGlite }, { pg_trgm }] = await Promise.all([
+    import('@electric-sql/pglite'),
+    import('@electric-sql/pglite/contrib/pg_trgm'),
+    dataDir ? seedFromTemplate(dataDir, options.templateDir ?? BUILT_TEMPLATE_DIR) : undefined,
+  ]);
   const lite = await PGlite.create(dataDir, {
     parsers: { 20: (value: string) => Number(value) },
     extensions: { pg_trgm },
