@@ -5,7 +5,7 @@ import type { Clock } from '../clock.js';
 import { actingKey, type Ctx } from '../context.js';
 import type { Db } from '../db/driver.js';
 import { DomainError, invalid, notFound } from '../errors.js';
-import { keysetSlice, type Cursors } from '../http/cursor.js';
+import type { Cursors } from '../http/cursor.js';
 import { JsonText } from '../operations/define.js';
 import { SCHEMA_VERSION } from '../webhooks/events.js';
 import { eventRepo, type FeedPosition } from './repo.js';
@@ -22,8 +22,8 @@ const START: FeedPosition = { x: '0', s: 0 };
  * schema's order, as the response serializer would write it. Responses splice it in as it is.
  */
 
-function listJson(bodies: readonly string[], nextCursor: string, hasMore: boolean): JsonText<Static<typeof EventList>> {
-  return new JsonText(`{"events":[${bodies.join(',')}],"nextCursor":${JSON.stringify(nextCursor)},"hasMore":${hasMore}}`);
+function listJson(bodies: string, nextCursor: string, hasMore: boolean): JsonText<Static<typeof EventList>> {
+  return new JsonText(`{"events":[${bodies}],"nextCursor":${JSON.stringify(nextCursor)},"hasMore":${hasMore}}`);
 }
 
 function eventJson(body: string): JsonText<Static<typeof EventResponse>> {
@@ -85,17 +85,11 @@ export class EventService {
       if (!validPosition(position)) throw new DomainError('M2M_INVALID_CURSOR', 'cursor is invalid');
       after = position;
     }
-    const page = await eventRepo.page(this.deps.db, ctx.tenantId, { after, types, since: this.since(), limit: limit + 1 });
-    const { page: rows, hasMore } = keysetSlice(page.rows, limit);
-    const last = rows[rows.length - 1];
-    let next = last ? { x: last.tx_id, s: last.seq } : after;
-    // Every event before the horizon is final and this page holds all of them after the cursor.
-    if (!hasMore) next = later(next, { x: page.horizon, s: 0 });
-    return listJson(
-      rows.map((row) => row.body),
-      this.deps.cursors.encode('events', filters, next),
-      hasMore,
-    );
+    const page = await eventRepo.page(this.deps.db, ctx.tenantId, { after, types, since: this.since(), limit });
+    // A full page ends at its last event. Otherwise it holds every event before the horizon after the cursor
+    // (all of them final), and the next read starts at the horizon.
+    const next = page.last ?? later(after, { x: page.horizon, s: 0 });
+    return listJson(page.bodies, this.deps.cursors.encode('events', filters, next), page.hasMore);
   }
 
   /** Another tenant's, unknown, expired or unreadable events are all 404. */
