@@ -237,9 +237,9 @@ export const deliveryRepo = {
   /**
    * Restarts up to `batch` failed deliveries of a subscription whose event occurred in [since, until), the next
    * ones after `after` in (created_at, id) order: a new cycle with the same event. A delivery is created when
-   * its event occurs, so the subscription index's created_at range bounds the scan, and each batch starts where
-   * the previous one ended (the deliveries it restarted are pending now: a batch never reads them again). Rows
-   * another transaction holds are skipped (left for a later recover). `last` is where the next batch starts.
+   * its event occurs, so the created_at range of the index of failed deliveries (webhook_deliveries_failed) bounds
+   * the scan, and each batch starts where the previous one ended. Rows another transaction holds are skipped
+   * (left for a later recover). `last` is where the next batch starts.
    */
   async restartFailedBatch(
     db: Queryable,
