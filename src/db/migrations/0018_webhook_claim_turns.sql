@@ -1,4 +1,4 @@
--- The webhook claim (0016) shares a claim's room between subscriptions by turns instead of by due time.
+-- The webhook claim (0016, as 0017 left it) shares a claim's room between subscriptions by turns instead of by due time.
 --
 -- 0016 chose, among the candidates of the subscriptions visited, the oldest due first, for the claim's limit (the
 -- dispatcher's free slots) and for each host's room. A subscription whose backlog is older than everything else
@@ -77,7 +77,7 @@ BEGIN
            -- A subquery per row: the planner would hash-join the whole events table for a claim of a few rows.
            (SELECT e.body FROM webhook_events e WHERE e.id = c.eid) AS body,
            s.url, s.host, s.active, s.deleted_at IS NOT NULL AS deleted, s.secret_sealed,
-           (k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > p_now)) AS key_ok, k.scopes AS key_scopes
+           api_key_in_force(k.revoked_at, k.expires_at, p_now) AS key_ok, k.scopes AS key_scopes
     FROM claimed c
     JOIN webhook_subscriptions s ON s.id = c.sid
     JOIN api_keys k ON k.id = s.owner_api_key_id) x ON true;
