@@ -37,21 +37,23 @@ export function routeEmitter(base: string, tenantId: string): Emitter {
   };
 }
 
-/** `emit()` in its own transaction on a pool of 32 connections to the server's database. */
-export async function sqlEmitter(databaseUrl: string, schema: string, tenantId: string): Promise<Emitter> {
+/** `emit()` in its own transaction on a pool of 32 connections to the server's database; several tenants take turns. */
+export async function sqlEmitter(databaseUrl: string, schema: string, tenantId: string | readonly string[]): Promise<Emitter> {
   const db: Db = await openDb({ databaseUrl, schema, dataDir: '', poolSize: 32 });
+  const tenants = typeof tenantId === 'string' ? [tenantId] : tenantId;
   return {
     async emit(seq) {
       const { data } = emitBody(seq);
-      const event = await db.transaction((tx) => emitUnchecked(tx, new Date(), tenantId, 'message.created', data));
+      const tenant = tenants[seq % tenants.length];
+      const event = await db.transaction((tx) => emitUnchecked(tx, new Date(), tenant, 'message.created', data));
       return event.eventId;
     },
     close: () => db.close(),
   };
 }
 
-/** Emits `rate` events/s for `seconds`; bounded in count and time. */
-export async function pacedEmit(emitter: Emitter, rate: number, seconds: number) {
+/** Emits `rate` events/s for `seconds` (or until `stop()` says so); bounded in count and time. */
+export async function pacedEmit(emitter: Emitter, rate: number, seconds: number, stop: () => boolean = () => false) {
   const total = Math.round(rate * seconds);
   const records: Array<{ eventId: string; sentAt: number; doneAt: number }> = [];
   let failures = 0;
@@ -77,7 +79,7 @@ export async function pacedEmit(emitter: Emitter, rate: number, seconds: number)
   const start = Date.now();
   const hardStop = start + seconds * 1000 + 2_000;
   try {
-    while (attempted < total && Date.now() < hardStop) {
+    while (attempted < total && Date.now() < hardStop && !stop()) {
       const due = Math.min(total, Math.floor(((Date.now() - start) / 1000) * rate) + 1);
       while (attempted < due && inFlight < 512) {
         inFlight += 1;

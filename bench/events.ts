@@ -10,7 +10,8 @@
  */
 import { Pool } from 'undici';
 import { eventScope } from '../src/events/types.js';
-import { fmt, log, printTable, sleep, summarise } from './lib.js';
+import os from 'node:os';
+import { CpuMeter, fmt, log, printTable, round, sleep, summarise } from './lib.js';
 import { pacedEmit, sqlEmitter } from './emit.js';
 import { call, emitBody, newSchema, startServer, stopChild, withPg, type Server } from './procs.js';
 
@@ -18,6 +19,9 @@ export interface EventsResult {
   seededEvents: number;
   seedSeconds: number;
   feed: { connections: number; seconds: number; requests: number; rps: number; p50Ms: number; p99Ms: number; maxMs: number; failures: number; eventsRead: number };
+  /** % of one core during the feed readers' run (server, bench, postgres, other) and the 1-minute load average at its end. */
+  feedCpuPct: Record<string, number>;
+  feedLoadAverage: number;
   follow: { rate: number; emitted: number; read: number; missing: number; p50Ms: number; p99Ms: number; maxMs: number };
 }
 
@@ -147,13 +151,18 @@ export async function runEvents(postgresUrl: string): Promise<EventsResult> {
     });
     const seedSeconds = (Date.now() - seedStart) / 1000;
     log(`events: seeded in ${fmt(seedSeconds, 1)} s; ${READERS} readers follow their cursors for ${READ_SECONDS} s`);
+    const cpu = new CpuMeter({ server: server.pid, bench: process.pid }, true);
     const feed = await readFeed(server.baseUrl, measured.key);
-    log(`events: GET /events?limit=200 ${fmt(feed.rps)} req/s, p50 ${feed.p50Ms} ms, p99 ${feed.p99Ms} ms, ${feed.failures} failures`);
+    const feedCpuPct = cpu.stop();
+    const feedLoadAverage = round(os.loadavg()[0], 2);
+    log(
+      `events: GET /events?limit=200 ${fmt(feed.rps)} req/s, p50 ${feed.p50Ms} ms, p99 ${feed.p99Ms} ms, ${feed.failures} failures; CPU % server ${feedCpuPct.server}, bench ${feedCpuPct.bench}, pg ${feedCpuPct.postgres}, other ${feedCpuPct.other}; load average ${feedLoadAverage}`,
+    );
     const follower = await tenantWithKey(server.baseUrl, 'Follower Hotel');
     log(`events: a consumer follows nextCursor while ${fmt(FOLLOW_RATE)} events/s are emitted for ${FOLLOW_SECONDS} s`);
     const followed = await follow(server.baseUrl, follower.key, postgresUrl, schema, follower.tenantId);
     log(`events: lag p50 ${followed.p50Ms} ms, p99 ${followed.p99Ms} ms; ${followed.missing} missing`);
-    return { seededEvents: TENANT_EVENTS + OTHER_EVENTS + 2, seedSeconds, feed, follow: followed };
+    return { seededEvents: TENANT_EVENTS + OTHER_EVENTS + 2, seedSeconds, feed, feedCpuPct, feedLoadAverage, follow: followed };
   } finally {
     await stopChild(server?.child);
   }
@@ -164,6 +173,11 @@ export function printEvents(result: EventsResult | undefined): void {
   const { feed, follow: f } = result;
   printTable(`Scenario 9 — the event feed (PostgreSQL, ${fmt(result.seededEvents)} events in the table)`, ['', 'figure', 'target'], [
     [`GET /events?limit=200, ${feed.connections} readers following their cursors`, `${fmt(feed.rps)} req/s; p50 ${feed.p50Ms} ms, p99 ${feed.p99Ms} ms, max ${feed.maxMs} ms; ${fmt(feed.eventsRead)} events read; ${feed.failures} failures`, 'p99 < 50 ms'],
+    [
+      '… CPU % server / bench / pg / other; load average',
+      `${fmt(result.feedCpuPct.server)} / ${fmt(result.feedCpuPct.bench)} / ${fmt(result.feedCpuPct.postgres)} / ${fmt(result.feedCpuPct.other)}; ${fmt(result.feedLoadAverage, 2)}`,
+      '',
+    ],
     [`consumer lag behind ${fmt(f.rate)} emits/s`, `p50 ${f.p50Ms} ms, p99 ${f.p99Ms} ms, max ${f.maxMs} ms; ${fmt(f.read)} of ${fmt(f.emitted)} read, ${f.missing} missing`, 'p99 < 1 s, none missing'],
   ]);
 }

@@ -140,8 +140,13 @@ export async function startServer(
 }
 
 /** A node script under bench/ that reports `{ port }` over IPC once it listens. */
-async function startIpcChild<M extends { port: number } = { port: number }>(name: string, script: string, setup?: unknown): Promise<{ child: ChildProcess; port: number; message: M }> {
-  const { child, logFile } = spawnNode(name, script, [], baseEnv(), true);
+async function startIpcChild<M extends { port: number } = { port: number }>(
+  name: string,
+  script: string,
+  setup?: unknown,
+  env: Record<string, string> = {},
+): Promise<{ child: ChildProcess; port: number; message: M }> {
+  const { child, logFile } = spawnNode(name, script, [], { ...baseEnv(), ...env }, true);
   const message = await new Promise<M>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${name} did not start within 30 s:\n${logTail(logFile)}`)), 30_000);
     child.once('message', (reply: M) => {
@@ -165,9 +170,10 @@ export interface ReceiverStats {
   last: number;
 }
 
-export async function startReceiver(name: string) {
-  const { child, port } = await startIpcChild(name, 'bench/receiver.ts');
-  const base = `http://127.0.0.1:${port}`;
+/** The receiver on `host` (a loopback address: 127.0.0.2 is another destination host than 127.0.0.1 for the worker's per-host caps). */
+export async function startReceiver(name: string, host = '127.0.0.1') {
+  const { child, port } = await startIpcChild(name, 'bench/receiver.ts', undefined, { RECEIVER_HOST: host });
+  const base = `http://${host}:${port}`;
   const get = async <T>(url: string, method = 'GET'): Promise<T> => {
     const response = await fetch(`${base}${url}`, { method, signal: AbortSignal.timeout(30_000) });
     if (!response.ok) throw new Error(`receiver ${url} → ${response.status}`);

@@ -5,7 +5,7 @@
  *   GET  /stats     → { count, unique, duplicates, first, last }
  *   GET  /arrivals  → { [eventId]: [arrivalMs, occurredAtMs | null] }
  *   POST /reset     → forget everything
- * Tells its parent the port over IPC; exits on SIGTERM or when the parent goes away.
+ * Listens on RECEIVER_HOST (default 127.0.0.1). Tells its parent the port over IPC; exits on SIGTERM or when the parent goes away.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -74,7 +74,7 @@ process.on('SIGTERM', stop);
 process.on('SIGINT', stop);
 process.on('disconnect', stop);
 
-server.listen(0, '127.0.0.1', () => {
+server.listen(0, process.env.RECEIVER_HOST ?? '127.0.0.1', () => {
   const { port } = server.address() as AddressInfo;
   process.send?.({ port });
 });

@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- [--only api|webhooks|conversations|knowledge|crawl|abuse|replies|events|devstart|ops|nodes[,…]] [--db pglite|postgres|both] [--quick]`
+ * `npm run bench -- [--only api|webhooks|conversations|knowledge|crawl|abuse|replies|events|recover|devstart|ops|nodes[,…]] [--db pglite|postgres|both] [--quick]`
  * Runs the scenarios against the real server in child processes on 127.0.0.1, prints tables and writes
  * .bench/results.json. See bench/README.md for what each figure means.
  */
@@ -14,6 +14,7 @@ import { printDevStart, runDevStart, type DevStartResult } from './devstart.js';
 import { printKnowledge, runKnowledge, type KnowledgeResult } from './knowledge.js';
 import { printReplies, runReplies, type RepliesResult } from './replies.js';
 import { printEvents, runEvents, type EventsResult } from './events.js';
+import { printRecover, runRecover, type RecoverResult } from './recover.js';
 import { printOps, runOps, type OpsResult } from './ops.js';
 import { printNodes, runNodes, type NodesResult } from './nodes.js';
 import { CpuMeter, OUT_DIR, SCENARIOS, fmt, log, parseArgs, printTable, round, sleep, type DbKind, type Scenario } from './lib.js';
@@ -147,6 +148,7 @@ async function main(): Promise<number> {
   let ops: OpsResult | undefined;
   let nodes: NodesResult | undefined;
   let events: EventsResult | undefined;
+  let recover: RecoverResult | undefined;
   const errors: Array<{ scenario: string; db: DbKind; message: string }> = [];
   const record = async (scenario: string, db: DbKind, fn: () => Promise<void>) => {
     try {
@@ -193,6 +195,10 @@ async function main(): Promise<number> {
       if (dbs.includes('postgres') && postgresUrl) await record('events', 'postgres', async () => void (events = await runEvents(postgresUrl)));
       else log('events: needs PostgreSQL; skipped');
     }
+    if (runs('recover')) {
+      if (dbs.includes('postgres') && postgresUrl) await record('recover', 'postgres', async () => void (recover = await runRecover(postgresUrl)));
+      else log('recover: needs PostgreSQL; skipped');
+    }
     if (runs('devstart')) {
       // The embedded database only: `m2m dev` never uses PostgreSQL.
       await record('devstart', 'pglite', async () => void (devStart = await runDevStart()));
@@ -219,6 +225,7 @@ async function main(): Promise<number> {
   printAbuse(abuse, dbLabel);
   printReplies(replies);
   printEvents(events);
+  printRecover(recover);
   printDevStart(devStart);
   printOps(ops, dbLabel);
   printNodes(nodes);
@@ -246,7 +253,7 @@ async function main(): Promise<number> {
     postgresUrl: postgresUrl ? redact(postgresUrl) : null,
     timing,
   };
-  writeFileSync(file, `${JSON.stringify({ meta, api, webhooks, conversations, knowledge, crawl: crawl ?? null, abuse, replies: replies ?? null, events: events ?? null, devStart: devStart ?? null, ops: ops ?? null, nodes: nodes ?? null, targets: checks, errors }, null, 2)}\n`);
+  writeFileSync(file, `${JSON.stringify({ meta, api, webhooks, conversations, knowledge, crawl: crawl ?? null, abuse, replies: replies ?? null, events: events ?? null, recover: recover ?? null, devStart: devStart ?? null, ops: ops ?? null, nodes: nodes ?? null, targets: checks, errors }, null, 2)}\n`);
   console.log(`\nresults written to ${path.relative(process.cwd(), file)} (child logs in .bench/logs/); total ${meta.seconds} s`);
   return errors.length > 0 || (nodes !== undefined && !nodes.ok) ? 1 : 0;
 }

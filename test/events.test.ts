@@ -2,6 +2,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { ManualClock } from '../src/clock.js';
 import { buildAjv } from '../src/http/validation.js';
+import { buildTools } from '../src/mcp/tools.js';
+import { toolName } from '../src/operations/catalogue.js';
 import { emit } from '../src/webhooks/events.js';
 import { eventually, startTestApp, type TestApp } from './helpers/app.js';
 
@@ -119,6 +121,29 @@ test('types, limits and cursors are checked; unreadable types are 403, a key tha
   const rebound = await app.api(key, 'GET', `/events?cursor=${nextCursor}`);
   assert.equal(rebound.statusCode, 400, 'a cursor is bound to its types filter');
   assert.equal(rebound.json().error.code, 'M2M_INVALID_CURSOR');
+});
+
+test('the stored event bodies are sent as they are: the same bytes and content-type as the response serializer would write', async () => {
+  const { tenantId, key } = await app.tenantWithKey(['conversations:read']);
+  // Escapes, non-ASCII, U+2028, integer-like keys (JavaScript orders them first), nesting, numbers, null.
+  const awkward = { z: 'quote " backslash \\ tab \t newline \n', 10: 'ten', 2: ['a', { b: null }], 'ñandú 🐦': 'line\u2028sep', n: 1e21, f: -0.5, t: true };
+  const id = await emitTest(tenantId, 'message.created', awkward);
+  await emitTest(tenantId, 'message.created', { messageId: 'msg_plain' });
+  await followUntil(key, undefined, 50, 2);
+  const tools = buildTools();
+  const serialize = (operationId: string, body: unknown) => {
+    const tool = tools.get(toolName(operationId));
+    assert.ok(tool);
+    return tool.serialize(body);
+  };
+  for (const [operationId, url] of [['listEvents', '/events?limit=1'], ['listEvents', '/events'], ['getEvent', `/events/${id}`]] as const) {
+    const res = await app.api(key, 'GET', url);
+    assert.equal(res.statusCode, 200, res.body);
+    assert.equal(res.headers['content-type'], 'application/json; charset=utf-8');
+    assert.equal(res.body, serialize(operationId, res.json()), `${url}: byte for byte what the serializer writes`);
+  }
+  const one = await app.api(key, 'GET', `/events/${id}`);
+  assert.deepEqual(one.json().event.data, JSON.parse(JSON.stringify(awkward)));
 });
 
 test('GET /events/{eventId}: readable events only; another tenant’s, unknown, unreadable and expired are 404', async () => {

@@ -6,39 +6,44 @@ export interface FeedPosition {
   s: number;
 }
 
-export interface FeedRow {
-  tx_id: string;
-  seq: number;
-  body: string;
-}
-
 export interface FeedPage {
   /** The oldest transaction still in flight when the page was read: every event before it is final. */
   horizon: string;
-  rows: FeedRow[];
+  /** The bodies of the page's events (at most `limit`), oldest first, joined by commas ('' when none). */
+  bodies: string;
+  /** Whether more events follow the page (one more was found). */
+  hasMore: boolean;
+  /** The position of the page's last event when more follow. */
+  last: FeedPosition | undefined;
 }
 
 export const eventRepo = {
   /**
-   * Events of a tenant after `after`, oldest first, only those written by transactions older than the oldest
-   * one still in flight (read in the same statement, so from the same snapshot). `types` null: every type.
+   * A page of a tenant's events after `after`, oldest first, only those written by transactions older than
+   * the oldest one still in flight (read in the same statement, so from the same snapshot). `types` null:
+   * every type. One row comes back, the page's bodies already joined: the response splices them in as they are.
    */
   async page(db: Queryable, tenantId: string, filter: { after: FeedPosition; types: readonly string[] | null; since: Date; limit: number }): Promise<FeedPage> {
-    const rows = await db.query<{ horizon: string; tx_id: string | null; seq: number | null; body: string | null }>(
-      `WITH h AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin)
-       SELECT h.xmin::text AS horizon, e.tx_id::text AS tx_id, e.seq, e.body
-       FROM h LEFT JOIN LATERAL (
-         SELECT tx_id, seq, body FROM webhook_events
-         WHERE tenant_id = $1 AND tx_id < h.xmin AND (tx_id, seq) > ($2::xid8, $3::int8)
-           AND ($4::text[] IS NULL OR type = ANY ($4::text[])) AND occurred_at >= $5
-         ORDER BY tx_id, seq LIMIT $6) e ON true`,
+    const rows = await db.query<{ horizon: string; found: number; bodies: string | null; last_x: string | null; last_s: number | null }>(
+      `SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS horizon, count(*)::int AS found,
+              string_agg(p.body, ',' ORDER BY p.n) FILTER (WHERE p.n <= $6) AS bodies,
+              min(p.tx_id::text) FILTER (WHERE p.n = $6) AS last_x, min(p.seq) FILTER (WHERE p.n = $6) AS last_s
+       FROM (SELECT tx_id, seq, body, row_number() OVER (ORDER BY tx_id, seq) AS n
+             FROM webhook_events
+             WHERE tenant_id = $1 AND tx_id < pg_snapshot_xmin(pg_current_snapshot()) AND (tx_id, seq) > ($2::xid8, $3::int8)
+               AND ($4::text[] IS NULL OR type = ANY ($4::text[])) AND occurred_at >= $5
+             ORDER BY tx_id, seq LIMIT $6 + 1) p`,
       [tenantId, filter.after.x, filter.after.s, filter.types, filter.since, filter.limit],
     );
-    const page: FeedPage = { horizon: rows[0]?.horizon ?? filter.after.x, rows: [] };
-    for (const row of rows) {
-      if (row.tx_id !== null && row.seq !== null && row.body !== null) page.rows.push({ tx_id: row.tx_id, seq: row.seq, body: row.body });
-    }
-    return page;
+    const row = rows[0];
+    if (!row) throw new Error('the feed page statement returned no row');
+    const hasMore = row.found > filter.limit;
+    return {
+      horizon: row.horizon,
+      bodies: row.bodies ?? '',
+      hasMore,
+      last: hasMore && row.last_x !== null && row.last_s !== null ? { x: row.last_x, s: row.last_s } : undefined,
+    };
   },
 
   async get(db: Queryable, tenantId: string, eventId: string, since: Date): Promise<{ type: string; body: string } | undefined> {

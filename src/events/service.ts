@@ -5,10 +5,11 @@ import type { Clock } from '../clock.js';
 import { actingKey, type Ctx } from '../context.js';
 import type { Db } from '../db/driver.js';
 import { DomainError, invalid, notFound } from '../errors.js';
-import { keysetSlice, type Cursors } from '../http/cursor.js';
+import type { Cursors } from '../http/cursor.js';
+import { JsonText } from '../operations/define.js';
 import { SCHEMA_VERSION } from '../webhooks/events.js';
 import { eventRepo, type FeedPosition } from './repo.js';
-import type { EventEnvelope, EventListQuery, EventParams } from './schema.js';
+import type { EventList, EventListQuery, EventParams, EventResponse } from './schema.js';
 import { EVENT_DEFINITIONS, EVENT_READ_SCOPES, EVENT_TYPES, eventScope, isEventType, type EventType } from './types.js';
 
 /** Events are kept (and listed) for 30 days. */
@@ -16,12 +17,17 @@ export const EVENT_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 const PURGE_BATCH = 1_000;
 const START: FeedPosition = { x: '0', s: 0 };
 
-type Envelope = Static<typeof EventEnvelope>;
+/*
+ * A stored body is the exact JSON emit() wrote and receivers got: an EventEnvelope with its fields in the
+ * schema's order, as the response serializer would write it. Responses splice it in as it is.
+ */
 
-function envelope(body: string): Envelope {
-  // The body is the exact JSON emit() wrote and receivers got.
-  const parsed: Envelope = JSON.parse(body);
-  return parsed;
+function listJson(bodies: string, nextCursor: string, hasMore: boolean): JsonText<Static<typeof EventList>> {
+  return new JsonText(`{"events":[${bodies}],"nextCursor":${JSON.stringify(nextCursor)},"hasMore":${hasMore}}`);
+}
+
+function eventJson(body: string): JsonText<Static<typeof EventResponse>> {
+  return new JsonText(`{"event":${body}}`);
 }
 
 function later(a: FeedPosition, b: FeedPosition): FeedPosition {
@@ -79,20 +85,18 @@ export class EventService {
       if (!validPosition(position)) throw new DomainError('M2M_INVALID_CURSOR', 'cursor is invalid');
       after = position;
     }
-    const page = await eventRepo.page(this.deps.db, ctx.tenantId, { after, types, since: this.since(), limit: limit + 1 });
-    const { page: rows, hasMore } = keysetSlice(page.rows, limit);
-    const last = rows[rows.length - 1];
-    let next = last ? { x: last.tx_id, s: last.seq } : after;
-    // Every event before the horizon is final and this page holds all of them after the cursor.
-    if (!hasMore) next = later(next, { x: page.horizon, s: 0 });
-    return { events: rows.map((row) => envelope(row.body)), nextCursor: this.deps.cursors.encode('events', filters, next), hasMore };
+    const page = await eventRepo.page(this.deps.db, ctx.tenantId, { after, types, since: this.since(), limit });
+    // A full page ends at its last event. Otherwise it holds every event before the horizon after the cursor
+    // (all of them final), and the next read starts at the horizon.
+    const next = page.last ?? later(after, { x: page.horizon, s: 0 });
+    return listJson(page.bodies, this.deps.cursors.encode('events', filters, next), page.hasMore);
   }
 
   /** Another tenant's, unknown, expired or unreadable events are all 404. */
   async get(ctx: Ctx, { eventId }: Static<typeof EventParams>) {
     const row = await eventRepo.get(this.deps.db, ctx.tenantId, eventId, this.since());
     if (!row || !isEventType(row.type) || !this.readable(ctx).includes(row.type)) throw notFound('event');
-    return { event: envelope(row.body) };
+    return eventJson(row.body);
   }
 
   /** The catalogue of event types, from the same definitions emit() is typed by. */

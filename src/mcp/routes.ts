@@ -11,7 +11,7 @@ import { DomainError, errorBody, invalid, type ErrorCode, type Issue } from '../
 import { principalOf } from '../http/auth.js';
 import { Strict, StringEnum } from '../http/schemas.js';
 import { executeOperation, type ExecuteServices } from '../operations/execute.js';
-import { AREAS } from '../operations/define.js';
+import { AREAS, JsonText } from '../operations/define.js';
 import type { Services } from '../services.js';
 import { checkArguments } from './arguments.js';
 import { buildTools, parseToolFilter, toolVisible, type Tool, type ToolFilter } from './tools.js';
@@ -75,7 +75,7 @@ function mcpServer(services: McpServices, principal: Principal, requestId: strin
     try {
       const { input, idempotencyKey } = validateInput(tool, request.params.arguments ?? {});
       const result = await executeOperation(services, tool.operation, keyCtx(principal, requestId), input, idempotencyKey);
-      const text = tool.serialize(result.body);
+      const text = result.body instanceof JsonText ? result.body.text : tool.serialize(result.body);
       const structured: unknown = JSON.parse(text);
       return {
         content: [{ type: 'text', text }],

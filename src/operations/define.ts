@@ -49,6 +49,24 @@ export class Replayable<T> {
   ) {}
 }
 
+/**
+ * A result already written as JSON: `text` is exactly what the response schema's serializer would write for a
+ * `T`, and is sent as it is. For bodies assembled from stored JSON (the event feed splices the stored event
+ * bodies instead of parsing and serialising them again). `JSON.stringify` of it gives the same JSON.
+ */
+export class JsonText<T> {
+  constructor(readonly text: string) {}
+
+  value(): T {
+    const parsed: T = JSON.parse(this.text);
+    return parsed;
+  }
+
+  toJSON(): T {
+    return this.value();
+  }
+}
+
 /** A service's stored-or-fresh answer (`runIdempotent`) as a handler result. */
 export function replayable<T>(result: { body: T; replayed: boolean }): Replayable<T> {
   return new Replayable(result.body, result.replayed);
@@ -90,7 +108,7 @@ export interface OperationSpec<P extends TObject, Q extends TObject, B extends T
   /** MCP hints. Reads are read-only; DELETE, revocations and sends are destructive. */
   hints?: { destructive?: boolean; idempotent?: boolean; openWorld?: boolean };
   bodyLimit?: number;
-  handler: (services: OperationServices, ctx: Ctx, input: InputOf<P, Q, B, I>) => Promise<Static<R> | Replayable<Static<R>>>;
+  handler: (services: OperationServices, ctx: Ctx, input: InputOf<P, Q, B, I>) => Promise<Static<R> | Replayable<Static<R>> | JsonText<Static<R>>>;
 }
 
 /** An operation as the surfaces see it (REST, OpenAPI, MCP, SDK generator): schemas always present. */

@@ -3,7 +3,7 @@ import { Type, type TObject, type TSchema } from 'typebox';
 import { keyCtx } from '../context.js';
 import { principalOf } from '../http/auth.js';
 import { errorResponses } from '../http/schemas.js';
-import type { Operation } from './define.js';
+import { JsonText, type Operation } from './define.js';
 import { executeOperation, type ExecuteServices } from './execute.js';
 
 const IdempotencyKeyValue = Type.String({ minLength: 1, maxLength: 255, description: 'Stable per logical request; a retry with the same key and body replays the first answer' });
@@ -72,6 +72,8 @@ export function registerOperations(app: FastifyInstance, services: ExecuteServic
         const result = await executeOperation(services, operation, ctx, inputOf(request), headerKey(request));
         if (result.replayed) reply.header('Idempotent-Replayed', 'true');
         if (operation.status === 204) return reply.status(204).send(null);
+        // The same bytes and content-type as the schema's serializer would give (Fastify sends a string as it is).
+        if (result.body instanceof JsonText) return reply.status(operation.status).type('application/json; charset=utf-8').send(result.body.text);
         return reply.status(operation.status).send(result.body);
       },
     });

@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/driver.js';
 import type { FailureCode } from './http-client.js';
-import { epochMicros, epochMs, olderThan } from '../db/sql.js';
+import { cursorText, epochMicros, epochMs, olderThan } from '../db/sql.js';
 
 export interface SubscriptionRow {
   id: string;
@@ -55,6 +55,15 @@ export interface DeliveryListRow
   /** Epoch microseconds: the exact keyset position. */
   created_us: number;
 }
+
+/** Where a recover has got to in a subscription's deliveries: (created_at with microseconds, id). */
+export interface RecoverPosition {
+  createdAt: string;
+  id: string;
+}
+
+/** Before every delivery. */
+export const RECOVER_START: RecoverPosition = { createdAt: '-infinity', id: '' };
 
 export interface AttemptRow {
   id: number;
@@ -226,23 +235,44 @@ export const deliveryRepo = {
   },
 
   /**
-   * Restarts up to `batch` failed deliveries of a subscription whose event occurred in [since, until): a new
-   * cycle with the same event. A delivery is created when its event occurs, so the subscription index's
-   * created_at range bounds the scan. Rows another transaction holds are skipped (left for a later recover).
+   * Restarts up to `batch` failed deliveries of a subscription whose event occurred in [since, until), the next
+   * ones after `after` in (created_at, id) order: a new cycle with the same event. A delivery is created when
+   * its event occurs, so the created_at range of the index of failed deliveries (webhook_deliveries_failed) bounds
+   * the scan, and each batch starts where the previous one ended. Rows another transaction holds are skipped
+   * (left for a later recover). `last` is where the next batch starts.
    */
-  async restartFailedBatch(db: Queryable, tenantId: string, subscriptionId: string, window: { since: Date; until: Date }, now: Date, batch: number): Promise<number> {
-    const rows = await db.query(
-      `UPDATE webhook_deliveries d SET status = 'pending', cycle_attempts = 0, next_attempt_at = $5, completed_at = NULL, updated_at = $5
-       WHERE d.id IN (
-         SELECT d2.id FROM webhook_deliveries d2 JOIN webhook_events e ON e.id = d2.event_id
+  async restartFailedBatch(
+    db: Queryable,
+    tenantId: string,
+    subscriptionId: string,
+    window: { since: Date; until: Date },
+    now: Date,
+    after: RecoverPosition,
+    batch: number,
+  ): Promise<{ taken: number; restarted: number; last: RecoverPosition | undefined }> {
+    const rows = await db.query<{ taken: number; restarted: number; last_at: string | null; last_id: string | null }>(
+      `WITH batch AS (
+         SELECT d2.id, d2.created_at FROM webhook_deliveries d2 JOIN webhook_events e ON e.id = d2.event_id
          WHERE d2.tenant_id = $1 AND d2.subscription_id = $2 AND d2.status = 'failed' AND d2.created_at >= $3
-           AND e.occurred_at >= $3 AND e.occurred_at < $4
-         LIMIT $6 FOR UPDATE OF d2 SKIP LOCKED)
-         AND d.tenant_id = $1 AND d.status = 'failed'
-       RETURNING d.id`,
-      [tenantId, subscriptionId, window.since, window.until, now, batch],
+           AND (d2.created_at, d2.id) > ($6::timestamptz, $7::text) AND e.occurred_at >= $3 AND e.occurred_at < $4
+         ORDER BY d2.created_at, d2.id LIMIT $8 FOR UPDATE OF d2 SKIP LOCKED
+       ), restarted AS (
+         UPDATE webhook_deliveries d SET status = 'pending', cycle_attempts = 0, next_attempt_at = $5, completed_at = NULL, updated_at = $5
+         FROM batch b WHERE d.id = b.id AND d.tenant_id = $1 AND d.status = 'failed'
+         RETURNING d.id
+       )
+       SELECT (SELECT count(*) FROM batch)::int AS taken, (SELECT count(*) FROM restarted)::int AS restarted, l.last_at, l.last_id
+       FROM (SELECT 1) AS always_one_row LEFT JOIN (
+         SELECT ${cursorText('b.created_at')} AS last_at, b.id AS last_id FROM batch b ORDER BY b.created_at DESC, b.id DESC LIMIT 1
+       ) l ON true`,
+      [tenantId, subscriptionId, window.since, window.until, now, after.createdAt, after.id, batch],
     );
-    return rows.length;
+    const row = rows[0];
+    return {
+      taken: row?.taken ?? 0,
+      restarted: row?.restarted ?? 0,
+      last: row?.last_at && row.last_id ? { createdAt: row.last_at, id: row.last_id } : undefined,
+    };
   },
 
   async attempts(db: Queryable, tenantId: string, deliveryId: string): Promise<AttemptRow[]> {

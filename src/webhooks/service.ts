@@ -11,7 +11,7 @@ import { decryptSecret, encryptSecret, type Keyring } from '../secrets.js';
 import { isoMicros } from '../util/time.js';
 import { isEventType } from '../events/types.js';
 import { EVENT_TYPES, WEBHOOKS_CHANNEL, eventScope, emitUnchecked, requiredScopesFor, type EventType } from './events.js';
-import { deliveryRepo, subscriptionRepo, type SubscriptionRow } from './repo.js';
+import { RECOVER_START, deliveryRepo, subscriptionRepo, type SubscriptionRow } from './repo.js';
 import { attemptView, deliveryView, subscriptionView } from './views.js';
 import { newWebhookSecret } from './sign.js';
 import { validateWebhookUrl, type Resolver } from '../net/guard.js';
@@ -230,14 +230,16 @@ export class WebhookService {
     if (window.until.getTime() <= window.since.getTime()) throw invalid('body.until', 'must be after since');
     if (!subscription.active) throw conflict('the subscription is disabled; enable it before recovering');
     let recovered = 0;
+    let after = RECOVER_START;
     for (;;) {
-      const restarted = await this.deps.db.transaction(async (tx) => {
-        const count = await deliveryRepo.restartFailedBatch(tx, ctx.tenantId, subscriptionId, window, now, RECOVER_BATCH);
-        if (count > 0) tx.notify(WEBHOOKS_CHANNEL);
-        return count;
+      const batch = await this.deps.db.transaction(async (tx) => {
+        const result = await deliveryRepo.restartFailedBatch(tx, ctx.tenantId, subscriptionId, window, now, after, RECOVER_BATCH);
+        if (result.restarted > 0) tx.notify(WEBHOOKS_CHANNEL);
+        return result;
       });
-      recovered += restarted;
-      if (restarted < RECOVER_BATCH) return { recovered };
+      recovered += batch.restarted;
+      if (batch.taken < RECOVER_BATCH || !batch.last) return { recovered };
+      after = batch.last;
     }
   }
 
