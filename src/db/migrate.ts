@@ -12,10 +12,15 @@ export interface Migration {
 }
 
 export function listMigrations(): Migration[] {
-  return readdirSync(migrationsDir)
+  const migrations = readdirSync(migrationsDir)
     .filter((file) => /^\d{4}_[a-z0-9_]+\.sql$/.test(file))
     .sort()
     .map((file) => ({ version: Number(file.slice(0, 4)), name: file, sql: readFileSync(path.join(migrationsDir, file), 'utf8') }));
+  // Two branches may each add the next number; the second file would be skipped as applied.
+  migrations.forEach((migration, i) => {
+    if (i > 0 && migrations[i - 1].version === migration.version) throw new Error(`two migrations share version ${migration.version}: ${migrations[i - 1].name}, ${migration.name}`);
+  });
+  return migrations;
 }
 
 /**
