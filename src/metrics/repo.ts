@@ -20,11 +20,15 @@ export interface DeliveryLagRow {
   lag_seconds: number;
 }
 
-/** Webhook deliveries due now and how late the most overdue one is (the delivery lag). */
+/**
+ * Webhook deliveries due now that no worker holds, and how late the most overdue one is (the delivery lag).
+ * A delivery under a live lease is being attempted, so it counts once its lease lapses or its outcome lands.
+ */
 export async function deliveryLag(db: Queryable, now: Date): Promise<DeliveryLagRow> {
   const rows = await db.query<DeliveryLagRow>(
     `SELECT count(*)::int AS due, coalesce(extract(epoch FROM ($1::timestamptz - min(next_attempt_at))), 0)::float8 AS lag_seconds
-       FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= $1`,
+       FROM webhook_deliveries
+      WHERE status = 'pending' AND next_attempt_at <= $1 AND (locked_until IS NULL OR locked_until < $1)`,
     [now],
   );
   return rows[0] ?? { due: 0, lag_seconds: 0 };

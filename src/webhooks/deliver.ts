@@ -263,7 +263,6 @@ export class WebhookDispatcher {
       status = 'pending';
       nextAttemptAt = new Date(now.getTime() + retryDelay(this.options.retryDelaysMs, failedInCycle));
     }
-    this.options.counters?.webhookAttempt(status === 'pending' ? 'retrying' : status);
     await this.outcomes.write({
       deliveryId: row.id,
       tenantId: row.tenant_id,
@@ -277,5 +276,6 @@ export class WebhookDispatcher {
       durationMs: result.durationMs,
       error: result.errorMessage ?? null,
     });
+    this.options.counters?.webhookAttempt(status === 'pending' ? 'retrying' : status);
   }
 }
