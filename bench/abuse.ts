@@ -165,7 +165,7 @@ export async function runAbuse(db: DbKind, postgresUrl: string | undefined, timi
   let server: Server | undefined;
   try {
     log(`abuse/${db}: starting server (--role api)`);
-    server = await startServer(`abuse-${db}`, 'api', dbEnv);
+    server = await startServer(`abuse-${db}`, 'api', dbEnv, {}, { compiled: true });
     const port = Number(new URL(server.baseUrl).port);
     const seeded = await seedSubscription(server.baseUrl, `http://127.0.0.1:${await freePort()}/hook`);
     const { key: uploadKey } = await call<{ key: string }>(server.baseUrl, 'POST', `/admin/v1/tenants/${seeded.tenantId}/api-keys`, { body: { name: 'abuse', scopes: ['knowledge:write', 'webhooks:write'] } });

@@ -1,5 +1,5 @@
 /**
- * Scenario `ops` (issue 22): the compiled server (`node dist/src/main.js`, as `npm start` runs it) on each
+ * Scenario `ops` (issue 22): the compiled server (`node dist/server/main.js`, as `npm start` runs it) on each
  * database: time from spawn to ready on a fresh database and idle RSS; then, on one database, the list route
  * with metrics on and off and with the Redis rate limit on and off, against the minimal route, all in one run.
  */
@@ -131,7 +131,7 @@ export async function runOps(dbs: DbKind[], postgresUrl: string | undefined, tim
 export function printOps(result: OpsResult | undefined, dbLabel: (db: DbKind) => string): void {
   if (!result) return;
   printTable(
-    'Scenario ops — compiled start (node dist/src/main.js --role all) on a fresh database',
+    'Scenario ops — compiled start (node dist/server/main.js --role all) on a fresh database',
     ['database', 'ready (ms)', 'idle RSS (MB)', 'target'],
     result.starts.map((s) => [dbLabel(s.db), fmt(s.readyMs), fmt(s.idleRssMb, 1), s.db === 'postgres' ? 'ready < 800 ms, RSS ≤ 110 MB' : 'ready < 2000 ms, RSS ≤ 200 MB']),
   );

@@ -77,7 +77,7 @@ export interface Server {
 }
 
 export interface StartOptions {
-  /** Run the build (`node dist/src/main.js`, as `npm start` does) instead of the sources through tsx. */
+  /** Run the build (`node dist/server/main.js`, as `npm start` does) instead of the sources through tsx. */
   compiled?: boolean;
 }
 
@@ -111,10 +111,10 @@ export async function startServer(
     ...(options.compiled ? { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '32768' } : {}),
     ...extraEnv,
   };
-  if (options.compiled && !existsSync(path.join(ROOT, 'dist/src/main.js'))) throw new Error('dist/src/main.js is missing: run npm run build first');
+  if (options.compiled && !existsSync(path.join(ROOT, 'dist/server/main.js'))) throw new Error('dist/server/main.js is missing: run npm run build first');
   const started = performance.now();
   const { child, logFile } = options.compiled
-    ? spawnNode(name, 'dist/src/main.js', ['--role', role], env, false, false)
+    ? spawnNode(name, 'dist/server/main.js', ['--role', role], env, false, false)
     : spawnNode(name, 'src/main.ts', ['--role', role], env, false);
   const baseUrl = `http://127.0.0.1:${port}`;
   const readyUrl = metricsPort ? `http://127.0.0.1:${env.METRICS_PORT}/metrics` : `${baseUrl}/readyz`;

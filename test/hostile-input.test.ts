@@ -2,7 +2,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import type { LightMyRequestResponse } from 'fastify';
-import { startTestApp, type TestApp } from './helpers/app.js';
+import { JsonParserThread } from '../src/http/json-body.js';
+import { eventually, startTestApp, type TestApp } from './helpers/app.js';
 import { expectError, issuesOf } from './fixtures/webhooks.js';
 
 // Hostile input at the edge: text the database cannot store, dates out of range, unknown query parameters,
@@ -234,4 +235,18 @@ test('bodies of a megabyte or more are parsed off the event loop by the same rul
   // Astral characters are two UTF-16 units each but one character: 1,000,000 of them are accepted.
   const astral = await post(JSON.stringify({ sourceType: 'text', title: 'Emoji', text: '😀'.repeat(1_000_000) }));
   assert.equal(astral.statusCode, 201, astral.body.slice(0, 300));
+});
+
+test('the JSON parser thread stops once idle (giving its heap back) and starts again for the next big body', async () => {
+  const thread = new JsonParserThread(50);
+  assert.equal(thread.running, false);
+  const body = JSON.stringify({ text: 'z'.repeat(2 * 1024 * 1024) });
+  assert.deepEqual(await thread.parse(body), JSON.parse(body));
+  assert.equal(thread.running, true);
+  // Requests in flight keep it running; the idle clock starts when the last one is answered.
+  const [a, b] = await Promise.all([thread.parse('{"a":1}'), thread.parse('[1,2]')]);
+  assert.deepEqual([a, b], [{ a: 1 }, [1, 2]]);
+  await eventually(async () => !thread.running, 5_000, 'the idle thread to stop');
+  await assert.rejects(thread.parse('{"__proto__":{"x":1}}'));
+  assert.deepEqual(await thread.parse('{"again":true}'), { again: true });
 });

@@ -1,6 +1,4 @@
 // The database seen by the rest of the code: one small interface (interface.ts), two drivers behind it.
-import { openPglite } from './pglite.js';
-import { openPostgres } from './postgres.js';
 import type { Db } from './interface.js';
 
 export type { Db, PoolUse, QueryOptions, Queryable, Tx } from './interface.js';
@@ -14,9 +12,13 @@ export interface DbOptions {
   templateDir?: string;
 }
 
-/** node-postgres (pooled) when a URL is given, embedded PGlite otherwise. */
+/** node-postgres (pooled) when a URL is given, embedded PGlite otherwise; each driver is loaded only when used. */
 export async function openDb(options: DbOptions): Promise<Db> {
   const schema = options.schema ?? 'public';
-  if (options.databaseUrl) return openPostgres(options.databaseUrl, schema, options.poolSize ?? 20);
+  if (options.databaseUrl) {
+    const { openPostgres } = await import('./postgres.js');
+    return openPostgres(options.databaseUrl, schema, options.poolSize ?? 20);
+  }
+  const { openPglite } = await import('./pglite.js');
   return openPglite({ dataDir: options.dataDir, schema, templateDir: options.templateDir });
 }

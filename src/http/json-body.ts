@@ -34,44 +34,76 @@ interface Pending {
   reject: (error: Error) => void;
 }
 
-/** One worker thread, started on first use and again after it dies, that parses JSON text. */
-class JsonParserThread {
-  private worker: Worker | undefined;
-  private readonly pending = new Map<number, Pending>();
+/**
+ * A thread idle this long is stopped: its heap grew to hold the largest bodies it parsed, and only ending the
+ * thread gives that memory back (a burst of 10 MB bodies left the server 40% above its start for good).
+ */
+const IDLE_STOP_MS = 2_000;
+
+interface ParserThread {
+  worker: Worker;
+  /** Requests sent to this thread and not answered yet: a thread that ends fails only its own. */
+  pending: Map<number, Pending>;
+  idleTimer?: NodeJS.Timeout;
+}
+
+/** One worker thread, started on first use and again after it dies or idles, that parses JSON text. */
+export class JsonParserThread {
+  private current: ParserThread | undefined;
   private nextId = 0;
 
+  constructor(private readonly idleStopMs = IDLE_STOP_MS) {}
+
+  /** Whether a thread is running now (it is stopped once idle). */
+  get running(): boolean {
+    return this.current !== undefined;
+  }
+
   parse(text: string): Promise<unknown> {
-    const worker = this.worker ?? this.start();
+    const thread = this.current ?? this.start();
+    clearTimeout(thread.idleTimer);
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      worker.postMessage({ id, text });
+      thread.pending.set(id, { resolve, reject });
+      thread.worker.postMessage({ id, text });
     });
   }
 
-  private start(): Worker {
+  private stopWhenIdle(thread: ParserThread): void {
+    clearTimeout(thread.idleTimer);
+    if (thread.pending.size > 0) return;
+    thread.idleTimer = setTimeout(() => {
+      if (this.current === thread) this.current = undefined;
+      void thread.worker.terminate();
+    }, this.idleStopMs).unref();
+  }
+
+  private start(): ParserThread {
     const worker = new Worker(WORKER_SOURCE, {
       eval: true,
       workerData: { secureJsonParse: createRequire(import.meta.url).resolve('secure-json-parse'), options: PARSE_OPTIONS },
     });
+    const thread: ParserThread = { worker, pending: new Map() };
     worker.on('message', (reply: Reply) => {
-      const waiting = this.pending.get(reply.id);
-      this.pending.delete(reply.id);
+      const waiting = thread.pending.get(reply.id);
+      thread.pending.delete(reply.id);
       if (!waiting) return;
       if (reply.ok) waiting.resolve(reply.value);
       else waiting.reject(new errorCodes.FST_ERR_CTP_INVALID_JSON_BODY());
+      this.stopWhenIdle(thread);
     });
     const fail = (error: Error) => {
-      if (this.worker === worker) this.worker = undefined;
-      for (const waiting of this.pending.values()) waiting.reject(error);
-      this.pending.clear();
+      if (this.current === thread) this.current = undefined;
+      clearTimeout(thread.idleTimer);
+      for (const waiting of thread.pending.values()) waiting.reject(error);
+      thread.pending.clear();
     };
     worker.on('error', fail);
     worker.on('exit', () => fail(new Error('the JSON parser thread exited')));
     // Unref'd after its listeners are attached (attaching one refs it again): it never keeps the process alive.
     worker.unref();
-    this.worker = worker;
-    return worker;
+    this.current = thread;
+    return thread;
   }
 }
 

@@ -22,6 +22,9 @@ export function inheritedEnv(): NodeJS.ProcessEnv {
   return inherited;
 }
 
+/** The sources through the TypeScript loader, as tests run them. */
+export const SOURCE_ENTRY = ['--import', 'tsx', 'src/main.ts'];
+
 /** One run of the real server (`src/main.ts`) in a child process, with its own HTTP connection pool (a killed server leaves dead sockets). */
 export class ServerProcess {
   readonly child: ChildProcess;
@@ -33,8 +36,9 @@ export class ServerProcess {
     readonly base: string,
     private readonly adminToken: string,
     args: string[] = [],
+    entry: string[] = SOURCE_ENTRY,
   ) {
-    this.child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = spawn(process.execPath, [...entry, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     const keep = (chunk: Buffer) => {
       this.output = (this.output + chunk.toString()).slice(-20_000);
     };

@@ -1,0 +1,47 @@
+// Bundles the compiled server (dist/src, from tsc) into dist/server, which `npm start` runs. Node 20 resolves and
+// compiles every ES module file on its own: our ~250 files, TypeBox's ~370 and libphonenumber-js's ~110 took
+// about two thirds of a start (docs/decisions.md, "Compiled start"). Every other package stays a plain import
+// from node_modules (some read files beside themselves). Lazy imports stay lazy: each is its own chunk.
+import { readFile } from 'node:fs/promises';
+import { readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const outdir = path.join(root, 'dist/server');
+const INLINED = new Set(['typebox', 'libphonenumber-js']);
+const { dependencies } = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
+const external = Object.keys(dependencies)
+  .filter((name) => !INLINED.has(name))
+  .flatMap((name) => [name, `${name}/*`]);
+
+// A module that finds files relative to itself (migrations, the embedded database template) keeps doing so from
+// its place in dist/src: every chunk sits in outdir, so its own URL is outdir-relative.
+const keepModuleUrls = {
+  name: 'keep-module-urls',
+  setup(esbuild) {
+    esbuild.onLoad({ filter: /[\\/]dist[\\/]src[\\/].*\.js$/ }, async (args) => {
+      const source = await readFile(args.path, 'utf8');
+      if (!source.includes('import.meta.url')) return undefined;
+      const own = JSON.stringify(path.relative(outdir, args.path).split(path.sep).join('/'));
+      return { contents: source.replaceAll('import.meta.url', `new URL(${own}, import.meta.url).href`), loader: 'js' };
+    });
+  },
+};
+
+rmSync(outdir, { recursive: true, force: true });
+await build({
+  entryPoints: [path.join(root, 'dist/src/main.js')],
+  outdir,
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  external,
+  sourcemap: true,
+  logLevel: 'warning',
+  plugins: [keepModuleUrls],
+});
+console.log(`bundled the server into ${path.relative(root, outdir)}`);
