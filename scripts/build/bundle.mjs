@@ -1,7 +1,7 @@
-// Bundles the compiled server (dist/src, from tsc) into dist/server, which `npm start` runs. Node 20 resolves and
-// compiles every ES module file on its own: our ~250 files, TypeBox's ~370 and libphonenumber-js's ~110 took
-// about two thirds of a start (docs/decisions.md, "Compiled start"). Every other package stays a plain import
-// from node_modules (some read files beside themselves). Lazy imports stay lazy: each is its own chunk.
+// Bundles the compiled server (dist/src, from tsc) into dist/server, which `npm start` runs: Node 20 resolves and
+// compiles every ES module file on its own, and ours, TypeBox's and libphonenumber-js's were most of a start
+// (docs/decisions.md, "The bundle"). Every other package stays a plain import from node_modules (some read files
+// beside themselves). Lazy imports stay lazy: each is its own chunk.
 import { readFile } from 'node:fs/promises';
 import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';

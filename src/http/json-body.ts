@@ -36,7 +36,7 @@ interface Pending {
 
 /**
  * A thread idle this long is stopped: its heap grew to hold the largest bodies it parsed, and only ending the
- * thread gives that memory back (a burst of 10 MB bodies left the server 40% above its start for good).
+ * thread gives that memory back (docs/decisions.md, "Big bodies do not hold the event loop").
  */
 const IDLE_STOP_MS = 2_000;
 
