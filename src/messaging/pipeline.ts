@@ -1,7 +1,6 @@
 import { noWorkCounters, type WorkCounters } from '../metrics/counters.js';
 import type { Db } from '../db/driver.js';
 import type { ClaimedJob, JobContext, JobRunner } from '../jobs/runner.js';
-import { channelRepo } from '../channels/repo.js';
 import { messageRequestRepo } from './repo.js';
 import { SEND_TASK } from './outbound.js';
 import { moveStatus } from './status.js';
@@ -22,36 +21,18 @@ export function registerSendPipeline(runner: JobRunner, deps: { db: Db; provider
   runner.register(SEND_TASK, async (job: ClaimedJob<typeof SEND_TASK>, ctx: JobContext) => {
     const { requestEventId } = job.payload;
     const tenantId = job.tenantId ?? '';
-    const row = await messageRequestRepo.get(db, tenantId, requestEventId);
+    // The usual case in one statement: a request still to be sent is marked as being sent, read with its sender.
+    const row = await messageRequestRepo.startDispatch(db, tenantId, requestEventId, ctx.clock.now());
     if (!row) {
-      ctx.log.warn({ requestEventId }, 'send job for an unknown message request; dropping');
+      await settleUndispatchable(db, tenantId, requestEventId, ctx, counters);
       return;
     }
-    if (row.status !== 'queued' || row.provider_message_id) return; // already sent (or failed): never send twice
-
-    if (row.dispatching_at) {
-      await messageRequestRepo.noteUnknownOutcome(db, tenantId, row.id, ctx.clock.now());
-      await db.transaction(async (tx) => {
-        const locked = (await messageRequestRepo.get(tx, tenantId, row.id, true))!;
-        await moveStatus(tx, ctx.clock.now(), locked, 'failed', {
-          code: 'send_outcome_unknown',
-          message: 'the worker stopped during the provider call, so the message may or may not have been sent; check with the recipient before sending again',
-        });
-        await ctx.completeIn(tx);
-      });
-      counters.sendOutcome('failed');
-      ctx.log.error({ requestEventId }, 'send failed: its worker stopped during the provider call (outcome unknown, not sent again)');
-      return;
-    }
-
-    const channel = await channelRepo.get(db, tenantId, row.channel_id);
-    await messageRequestRepo.startDispatch(db, tenantId, row.id, ctx.clock.now());
     try {
       const accepted = await provider.send(
         {
           requestEventId: row.id,
           channelKind: row.channel_kind,
-          senderRef: channel?.provider_ref ?? null,
+          senderRef: row.sender_ref,
           to: row.recipient_phone,
           conversationId: row.conversation_id,
           template: row.template_name ? { name: row.template_name, locale: row.locale ?? 'en_US' } : undefined,
@@ -60,9 +41,9 @@ export function registerSendPipeline(runner: JobRunner, deps: { db: Db; provider
         ctx.signal,
       );
       await db.transaction(async (tx) => {
-        const locked = (await messageRequestRepo.get(tx, tenantId, row.id, true))!;
-        await messageRequestRepo.recordAccepted(tx, tenantId, row.id, accepted.providerMessageId, ctx.clock.now());
-        await moveStatus(tx, ctx.clock.now(), { ...locked, provider_message_id: accepted.providerMessageId }, 'sent');
+        const recorded = await messageRequestRepo.recordAccepted(tx, tenantId, row.id, accepted.providerMessageId, ctx.clock.now());
+        if (!recorded) throw new Error(`message request ${row.id} disappeared during its send`);
+        await moveStatus(tx, ctx.clock.now(), recorded, 'sent');
         await ctx.completeIn(tx);
       });
       counters.sendOutcome('sent');
@@ -84,4 +65,28 @@ export function registerSendPipeline(runner: JobRunner, deps: { db: Db; provider
     }
   });
   return {};
+}
+
+/**
+ * A request the send job may not dispatch: unknown (dropped), already sent or failed (never sent twice), or with
+ * a provider call started by a worker that died during it (failed, since its outcome is unknown).
+ */
+async function settleUndispatchable(db: Db, tenantId: string, requestEventId: string, ctx: JobContext, counters: WorkCounters): Promise<void> {
+  const row = await messageRequestRepo.get(db, tenantId, requestEventId);
+  if (!row) {
+    ctx.log.warn({ requestEventId }, 'send job for an unknown message request; dropping');
+    return;
+  }
+  if (row.status !== 'queued' || row.provider_message_id || !row.dispatching_at) return;
+  await messageRequestRepo.noteUnknownOutcome(db, tenantId, row.id, ctx.clock.now());
+  await db.transaction(async (tx) => {
+    const locked = (await messageRequestRepo.get(tx, tenantId, row.id, true))!;
+    await moveStatus(tx, ctx.clock.now(), locked, 'failed', {
+      code: 'send_outcome_unknown',
+      message: 'the worker stopped during the provider call, so the message may or may not have been sent; check with the recipient before sending again',
+    });
+    await ctx.completeIn(tx);
+  });
+  counters.sendOutcome('failed');
+  ctx.log.error({ requestEventId }, 'send failed: its worker stopped during the provider call (outcome unknown, not sent again)');
 }

@@ -61,13 +61,19 @@ export const messageRequestRepo = {
     return rows[0]?.id;
   },
 
-  /** Marks a provider call as started (committed before the call, so a crash leaves evidence). */
-  async startDispatch(db: Queryable, tenantId: string, id: string, now: Date): Promise<void> {
-    await db.query('UPDATE message_requests SET dispatching_at = $2, dispatch_attempts = dispatch_attempts + 1, updated_at = $2 WHERE id = $1 AND tenant_id = $3', [
-      id,
-      now,
-      tenantId,
-    ]);
+  /**
+   * Marks the provider call of a request that is still to be sent (queued, no provider id, no call under way) as
+   * started, and returns it with its channel's sender id; undefined when the request is not in that state. Run
+   * on its own (committed before the call), so that a crash leaves evidence.
+   */
+  async startDispatch(db: Queryable, tenantId: string, id: string, now: Date): Promise<(MessageRequestRow & { sender_ref: string | null }) | undefined> {
+    const rows = await db.query<MessageRequestRow & { sender_ref: string | null }>(
+      `UPDATE message_requests r SET dispatching_at = $3, dispatch_attempts = r.dispatch_attempts + 1, updated_at = $3
+       WHERE r.tenant_id = $1 AND r.id = $2 AND r.status = 'queued' AND r.provider_message_id IS NULL AND r.dispatching_at IS NULL
+       RETURNING r.*, (SELECT c.provider_ref FROM channels c WHERE c.id = r.channel_id AND c.tenant_id = r.tenant_id) AS sender_ref`,
+      [tenantId, id, now],
+    );
+    return rows[0];
   },
 
   async noteUnknownOutcome(db: Queryable, tenantId: string, id: string, now: Date): Promise<void> {
@@ -78,12 +84,14 @@ export const messageRequestRepo = {
     ]);
   },
 
-  async recordAccepted(db: Queryable, tenantId: string, id: string, providerMessageId: string, now: Date): Promise<void> {
-    await db.query(
+  /** Records the provider's id for the request (locking its row for the rest of the transaction) and returns the row. */
+  async recordAccepted(db: Queryable, tenantId: string, id: string, providerMessageId: string, now: Date): Promise<MessageRequestRow | undefined> {
+    const rows = await db.query<MessageRequestRow>(
       `UPDATE message_requests SET provider_message_id = $2, dispatching_at = NULL, error_code = NULL, error_message = NULL, updated_at = $3
-       WHERE id = $1 AND tenant_id = $4`,
+       WHERE id = $1 AND tenant_id = $4 RETURNING *`,
       [id, providerMessageId, now, tenantId],
     );
+    return rows[0];
   },
 
   async recordDispatchError(db: Queryable, tenantId: string, id: string, error: { code: string; message: string }, now: Date): Promise<void> {
