@@ -13,6 +13,7 @@ import os from 'node:os';
 import { CpuMeter, fmt, log, printTable, round, sleep, summarise } from './lib.js';
 import { pacedEmit, sqlEmitter } from './emit.js';
 import { call, newSchema, startReceiver, startServer, stopChild, withPg, type Server } from './procs.js';
+import { seedEventsSql } from './webhooks.js';
 
 const FAILED = 100_000;
 const OTHER_TENANTS = 4;
@@ -44,15 +45,6 @@ export interface RecoverResult {
   cpuPct: { recover: Record<string, number>; redelivery: Record<string, number> };
   loadAverage: { before: number; afterRecover: number; afterRedelivery: number };
 }
-
-const SEED_EVENTS = `
-  INSERT INTO webhook_events (id, tenant_id, type, occurred_at, body, created_at)
-  SELECT 'evt_rec_' || lpad(i::text, 7, '0'), $1::text, 'message.created', $2::timestamptz,
-         '{"eventId":"evt_rec_' || lpad(i::text, 7, '0') || '","type":"message.created","schemaVersion":"1.0","tenantId":"' || $1::text
-         || '","occurredAt":"' || $3::text || '","data":{"conversationId":"cnv_bench","messageId":"msg_rec_' || i
-         || '","text":"Hello, is the room with the sea view still free on Friday?"}}',
-         $2::timestamptz
-  FROM generate_series(1, $4::int) AS i`;
 
 /** Failed after a full cycle (seven attempts), as an endpoint that was down for a while leaves them. */
 const SEED_FAILED = `
@@ -100,7 +92,7 @@ export async function runRecover(postgresUrl: string): Promise<RecoverResult> {
     const occurred = new Date(Date.now() - 60 * 60 * 1000);
     await withPg(postgresUrl, async (client) => {
       await client.query(`SET search_path TO ${schema}, public`);
-      await client.query(SEED_EVENTS, [recovered.tenantId, occurred, occurred.toISOString(), FAILED]);
+      await client.query(seedEventsSql('rec'), [recovered.tenantId, occurred, occurred.toISOString(), FAILED]);
       await client.query(SEED_FAILED, [recovered.tenantId, recovered.subscriptionId, occurred, FAILED]);
       await client.query('VACUUM ANALYZE webhook_events');
       await client.query('VACUUM ANALYZE webhook_deliveries');

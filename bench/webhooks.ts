@@ -70,14 +70,17 @@ export interface WebhookResult {
   latency: LatencyResult;
 }
 
-const SEED_EVENTS = `
+/** Inserts $4 `message.created` events of tenant $1 at $2 ($3: the same time as text), ids `evt_<prefix>_0000001`…. */
+export function seedEventsSql(prefix: string): string {
+  return `
   INSERT INTO webhook_events (id, tenant_id, type, occurred_at, body, created_at)
-  SELECT 'evt_bench_' || lpad(i::text, 7, '0'), $1::text, 'message.created', $2::timestamptz,
-         '{"eventId":"evt_bench_' || lpad(i::text, 7, '0') || '","type":"message.created","schemaVersion":"1.0","tenantId":"' || $1::text
-         || '","occurredAt":"' || $3::text || '","data":{"conversationId":"cnv_bench","messageId":"msg_bench_' || i
+  SELECT 'evt_${prefix}_' || lpad(i::text, 7, '0'), $1::text, 'message.created', $2::timestamptz,
+         '{"eventId":"evt_${prefix}_' || lpad(i::text, 7, '0') || '","type":"message.created","schemaVersion":"1.0","tenantId":"' || $1::text
+         || '","occurredAt":"' || $3::text || '","data":{"conversationId":"cnv_bench","messageId":"msg_${prefix}_' || i
          || '","text":"Hello, is the room with the sea view still free on Friday?"}}',
          $2::timestamptz
   FROM generate_series(1, $4::int) AS i`;
+}
 
 const SEED_DELIVERIES = `
   INSERT INTO webhook_deliveries (id, tenant_id, event_id, event_type, subscription_id, status, next_attempt_at, created_at, updated_at)
@@ -89,7 +92,7 @@ type Query = (sql: string, params?: unknown[]) => Promise<unknown>;
 
 async function seedPending(query: Query, tenantId: string, subscriptionId: string, count: number): Promise<void> {
   const now = new Date().toISOString();
-  await query(SEED_EVENTS, [tenantId, now, now, count]);
+  await query(seedEventsSql('bench'), [tenantId, now, now, count]);
   await query(SEED_DELIVERIES, [tenantId, subscriptionId, now, count]);
   await query('ANALYZE webhook_events');
   await query('ANALYZE webhook_deliveries');
