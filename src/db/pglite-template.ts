@@ -1,5 +1,6 @@
-import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
-import { copyFile, truncate } from 'node:fs/promises';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { truncate } from 'node:fs/promises';
+import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 
@@ -34,35 +35,38 @@ function readStamp(templateDir: string): Stamp | undefined {
   return typeof stamp.pglite === 'string' ? { pglite: stamp.pglite, lengths: stamp.lengths } : undefined;
 }
 
+// CommonJS source, so that it runs the same under the TypeScript loader and from the compiled build.
+const COPY_TREE_SOURCE = `
+const { mkdirSync, readdirSync, statSync, copyFileSync } = require('node:fs');
+const path = require('node:path');
+const { workerData } = require('node:worker_threads');
+const copy = (from, to) => {
+  mkdirSync(to, { recursive: true, mode: statSync(from).mode });
+  for (const entry of readdirSync(from, { withFileTypes: true })) {
+    const source = path.join(from, entry.name);
+    const target = path.join(to, entry.name);
+    if (entry.isDirectory()) copy(source, target);
+    else copyFileSync(source, target);
+  }
+};
+copy(workerData.from, workerData.to);
+`;
+
 /**
- * The directories are made at once (a few dozen); the files (about a thousand, small) are copied by two
- * asynchronous lanes, so that the server's code loads meanwhile: ES modules are read through the same libuv
- * thread pool (4 threads), which a copy of every file at once would keep busy.
+ * Copies in a thread of its own: the copy (about a thousand small files) then runs beside the server's code
+ * loading, instead of waiting for the busy event loop between files (docs/decisions.md, "Start, third pass").
  */
-async function copyTree(from: string, to: string): Promise<void> {
-  const files: Array<[string, string]> = [];
-  const walk = (source: string, target: string): void => {
-    mkdirSync(target, { recursive: true, mode: statSync(source).mode });
-    for (const entry of readdirSync(source, { withFileTypes: true })) {
-      const pair: [string, string] = [path.join(source, entry.name), path.join(target, entry.name)];
-      if (entry.isDirectory()) walk(...pair);
-      else files.push(pair);
-    }
-  };
-  walk(from, to);
-  let next = 0;
-  const lane = async (): Promise<void> => {
-    while (next < files.length) {
-      const [source, target] = files[next++];
-      await copyFile(source, target);
-    }
-  };
-  await Promise.all([lane(), lane()]);
+function copyTree(from: string, to: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(COPY_TREE_SOURCE, { eval: true, workerData: { from, to } });
+    worker.once('error', reject);
+    worker.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`template copy exited with code ${code}`))));
+  });
 }
 
 /**
  * Copies the template into `dataDir` when it is empty and the template was made by the installed PGlite.
- * Asynchronous, so that the server's code loads while the files are written.
+ * The server's code loads while the files are written.
  */
 export async function seedFromTemplate(dataDir: string, templateDir: string): Promise<boolean> {
   if (existsSync(path.join(dataDir, 'PG_VERSION')) || readdirSync(dataDir).length > 0) return false;
