@@ -2,7 +2,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Agent, request } from 'undici';
+import { Agent, buildConnector, request } from 'undici';
 import { guardedConnector } from '../src/net/connector.js';
 import { classifyNetError } from '../src/net/failure.js';
 import { BlockedDestinationError, type Resolver } from '../src/net/guard.js';
@@ -25,7 +25,7 @@ async function server(handler: http.RequestListener): Promise<{ port: number; hi
 }
 
 function agent(allowPrivate: boolean, resolver?: Resolver, timeoutMs = 2000): Agent {
-  const a = new Agent({ connect: guardedConnector({ allowPrivate, timeoutMs, resolver }), headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+  const a = new Agent({ connect: guardedConnector(buildConnector, { allowPrivate, timeoutMs, resolver }), headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
   closers.push(() => a.close());
   return a;
 }

@@ -1,7 +1,7 @@
-// Bundles the compiled server (dist/src, from tsc) into dist/server, which `npm start` runs: Node 20 resolves and
-// compiles every ES module file on its own, and ours, TypeBox's and libphonenumber-js's were most of a start
-// (docs/decisions.md, "The bundle"). Every other package stays a plain import from node_modules (some read files
-// beside themselves). Lazy imports stay lazy: each is its own chunk.
+// Bundles the compiled server (dist/src, from tsc) into dist/server, which `npm start` runs: Node 20 resolves,
+// reads and compiles every module file on its own, and those files were most of a start (docs/decisions.md, "The
+// bundle" and "Start, third pass"). Our code and the packages of the request path are inlined; a package that finds
+// files beside itself stays a plain import from node_modules. Lazy imports stay lazy: each is its own chunk.
 import { readFile } from 'node:fs/promises';
 import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
@@ -10,7 +10,23 @@ import { build } from 'esbuild';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const outdir = path.join(root, 'dist/server');
-const INLINED = new Set(['typebox', 'libphonenumber-js']);
+// Not inlined: pino (its transports start workers from files beside it), PGlite (its WebAssembly and data files),
+// swagger-ui-dist (the docs page's assets), secure-json-parse (the JSON parser thread loads it by path) and the
+// packages only some deployments load (pg, ioredis, prom-client, the S3 client, the MCP SDK, the file extractors).
+const INLINED = new Set([
+  'typebox',
+  'libphonenumber-js',
+  'fastify',
+  '@fastify/swagger',
+  '@fastify/type-provider-typebox',
+  '@fastify/fast-json-stringify-compiler',
+  'ajv',
+  'ajv-formats',
+  'fast-json-stringify',
+  'undici',
+  'robots-parser',
+  'node-html-parser',
+]);
 const { dependencies } = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
 const external = Object.keys(dependencies)
   .filter((name) => !INLINED.has(name))
@@ -43,5 +59,7 @@ await build({
   sourcemap: true,
   logLevel: 'warning',
   plugins: [keepModuleUrls],
+  // Inlined CommonJS packages call require() (Node's built-ins, and the packages left out above).
+  banner: { js: "import { createRequire as __m2mCreateRequire } from 'node:module'; const require = __m2mCreateRequire(import.meta.url);" },
 });
 console.log(`bundled the server into ${path.relative(root, outdir)}`);

@@ -1,5 +1,5 @@
-import { Agent, request, type Dispatcher } from 'undici';
-import { guardedConnector } from '../net/connector.js';
+import type { Agent, Dispatcher } from 'undici';
+import { OnFirstUse, guardedAgent, loadUndici } from '../net/undici.js';
 import { classifyNetError } from '../net/failure.js';
 import { validateWebhookUrl, type Resolver } from '../net/guard.js';
 import { followRedirects } from '../net/redirects.js';
@@ -53,11 +53,11 @@ export function checkFetchUrl(raw: string, allowPrivate: boolean): URL {
 
 /** GET through the SSRF guard: redirects followed by hand (each hop checked), a deadline and a body size cap. */
 export class GuardedFetcher {
-  private readonly agent: Agent;
+  private readonly agent: OnFirstUse<Agent>;
 
   constructor(private readonly opts: GuardedFetchOptions) {
-    const connect = guardedConnector({ allowPrivate: opts.allowPrivate, timeoutMs: opts.timeoutMs, resolver: opts.resolver });
-    this.agent = new Agent({ connect, headersTimeout: opts.timeoutMs, bodyTimeout: opts.timeoutMs, connections: 16 });
+    const guard = { allowPrivate: opts.allowPrivate, timeoutMs: opts.timeoutMs, resolver: opts.resolver };
+    this.agent = new OnFirstUse(() => guardedAgent(guard, { headersTimeout: opts.timeoutMs, bodyTimeout: opts.timeoutMs, connections: 16 }));
   }
 
   async get(url: string, signal?: AbortSignal): Promise<Fetched> {
@@ -105,8 +105,9 @@ export class GuardedFetcher {
 
   /** One GET; a redirect's body is dropped at once (its Location is all that is read). */
   private async request(target: URL, signal: AbortSignal): Promise<{ status: number; location?: string; response: Dispatcher.ResponseData }> {
+    const { request } = await loadUndici();
     const response = await request(target, {
-      dispatcher: this.agent,
+      dispatcher: await this.agent.get(),
       method: 'GET',
       headers: {
         'user-agent': this.opts.userAgent ?? 'm2m-knowledge/1.0',
@@ -122,6 +123,6 @@ export class GuardedFetcher {
   }
 
   async close(): Promise<void> {
-    await this.agent.close();
+    await (await this.agent.ifMade())?.close();
   }
 }

@@ -1,5 +1,5 @@
 import { isIP, isIPv6, type LookupFunction } from 'node:net';
-import { buildConnector } from 'undici';
+import type { buildConnector } from 'undici';
 import { BlockedDestinationError, isPublicIPv4, resolvePublicIPv4, type Resolver } from './guard.js';
 
 export interface ConnectorOptions {
@@ -39,8 +39,8 @@ function guardedLookup(allowPrivate: boolean, resolver: Resolver | undefined): L
  * The connector of every outbound request (webhook delivery, knowledge URL fetches, the crawler): each new
  * connection resolves the host, dials only approved public IPv4 addresses, and checks the peer after connecting.
  */
-export function guardedConnector(opts: ConnectorOptions): buildConnector.connector {
-  const connect = buildConnector({
+export function guardedConnector(build: typeof buildConnector, opts: ConnectorOptions): buildConnector.connector {
+  const connect = build({
     timeout: opts.timeoutMs,
     keepAlive: true,
     lookup: guardedLookup(opts.allowPrivate, opts.resolver),

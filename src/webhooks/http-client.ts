@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
-import { Agent, type Dispatcher } from 'undici';
-import { guardedConnector } from '../net/connector.js';
+import type { Agent, Dispatcher } from 'undici';
+import { OnFirstUse, guardedAgent } from '../net/undici.js';
 import { classifyNetError, type NetFailureCode } from '../net/failure.js';
 import type { Resolver } from '../net/guard.js';
 
@@ -26,7 +26,7 @@ export interface WebhookHttpClientOptions {
 const DEFAULT_MAX_RESPONSE_BYTES = 4096;
 
 export class WebhookHttpClient {
-  private readonly agent: Agent;
+  private readonly agent: OnFirstUse<Agent>;
   private readonly timeoutMs: number;
   private readonly userAgent: string;
   private readonly maxResponseBytes: number;
@@ -36,16 +36,18 @@ export class WebhookHttpClient {
     this.userAgent = opts.userAgent;
     this.maxResponseBytes = opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     // A plain Agent ignores HTTP(S)_PROXY, and no redirect interceptor is composed in.
-    this.agent = new Agent({
-      connect: guardedConnector({ allowPrivate: opts.allowPrivate, timeoutMs: opts.timeoutMs, resolver: opts.resolver }),
-      connections: 64,
-      keepAliveTimeout: 10_000,
-      keepAliveMaxTimeout: 10_000,
-      // The attempt's own deadline (exchange) bounds headers and body together; undici's per-phase timers would
-      // only add a timer object per request.
-      headersTimeout: 0,
-      bodyTimeout: 0,
-    });
+    const guard = { allowPrivate: opts.allowPrivate, timeoutMs: opts.timeoutMs, resolver: opts.resolver };
+    this.agent = new OnFirstUse(() =>
+      guardedAgent(guard, {
+        connections: 64,
+        keepAliveTimeout: 10_000,
+        keepAliveMaxTimeout: 10_000,
+        // The attempt's own deadline (exchange) bounds headers and body together; undici's per-phase timers
+        // would only add a timer object per request.
+        headersTimeout: 0,
+        bodyTimeout: 0,
+      }),
+    );
   }
 
   async post(url: string, body: string, headers: Record<string, string>): Promise<PostResult> {
@@ -62,7 +64,7 @@ export class WebhookHttpClient {
       return { ok: false, failureCode: 'blocked_destination', errorMessage: 'url must use http or https', durationMs: durationMs() };
     }
 
-    const exchange = await this.exchange(target, body, this.buildHeaders(headers));
+    const exchange = await this.exchange(await this.agent.get(), target, body, this.buildHeaders(headers));
     const httpStatus = exchange.status;
     if (exchange.error !== undefined) {
       const failure = classifyNetError(exchange.error, exchange.timedOut);
@@ -93,7 +95,7 @@ export class WebhookHttpClient {
    * exchange. undici's request() with an AbortSignal cost a response stream, an async iterator and a signal
    * per attempt (figures: docs/decisions.md, "Measured costs").
    */
-  private exchange(target: URL, body: string, headers: Record<string, string>): Promise<Exchange> {
+  private exchange(agent: Agent, target: URL, body: string, headers: Record<string, string>): Promise<Exchange> {
     return new Promise((resolve) => {
       let controller: Dispatcher.DispatchController | undefined;
       let status: number | undefined;
@@ -130,7 +132,7 @@ export class WebhookHttpClient {
         onResponseError: (_started, error) => finish({ status, error, timedOut }),
       };
       try {
-        this.agent.dispatch({ origin: target.origin, path: `${target.pathname}${target.search}`, method: 'POST', headers, body }, handler);
+        agent.dispatch({ origin: target.origin, path: `${target.pathname}${target.search}`, method: 'POST', headers, body }, handler);
       } catch (error) {
         finish({ status, error, timedOut });
       }
@@ -138,7 +140,7 @@ export class WebhookHttpClient {
   }
 
   async close(): Promise<void> {
-    await this.agent.close();
+    await (await this.agent.ifMade())?.close();
   }
 
   private buildHeaders(headers: Record<string, string>): Record<string, string> {

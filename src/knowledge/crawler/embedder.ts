@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { request } from 'undici';
+import { loadUndici } from '../../net/undici.js';
 
 /** Turns chunk texts into vectors. `model` is stored with each vector: vectors of different models are never mixed. */
 export interface Embedder {
@@ -95,6 +95,7 @@ export class RemoteEmbedder implements Embedder {
 
   private async once(texts: string[], signal?: AbortSignal): Promise<number[][]> {
     const deadline = AbortSignal.timeout(this.opts.timeoutMs);
+    const { request } = await loadUndici();
     const res = await request(this.opts.url, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...(this.opts.apiKey ? { authorization: `Bearer ${this.opts.apiKey}` } : {}) },

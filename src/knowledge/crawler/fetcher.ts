@@ -1,7 +1,7 @@
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { Readable } from 'node:stream';
-import { Agent, request } from 'undici';
-import { guardedConnector } from '../../net/connector.js';
+import type { Agent } from 'undici';
+import { OnFirstUse, guardedAgent, loadUndici } from '../../net/undici.js';
 import { classifyNetError } from '../../net/failure.js';
 import type { Resolver } from '../../net/guard.js';
 
@@ -68,16 +68,13 @@ function decoder(encoding: string | undefined): NodeJS.ReadWriteStream | undefin
  * crawler follows them hop by hop (src/net/redirects.ts) so each hop is checked (site, robots, duplicates) like a link.
  */
 export class CrawlFetcher {
-  private readonly agent: Agent;
+  private readonly agent: OnFirstUse<Agent>;
 
   constructor(private readonly opts: FetcherOptions) {
-    this.agent = new Agent({
-      connect: guardedConnector({ allowPrivate: opts.allowPrivate, timeoutMs: opts.timeoutMs, resolver: opts.resolver }),
-      connections: opts.connections,
-      keepAliveTimeout: 4_000,
-      headersTimeout: opts.timeoutMs,
-      bodyTimeout: opts.timeoutMs,
-    });
+    const guard = { allowPrivate: opts.allowPrivate, timeoutMs: opts.timeoutMs, resolver: opts.resolver };
+    this.agent = new OnFirstUse(() =>
+      guardedAgent(guard, { connections: opts.connections, keepAliveTimeout: 4_000, headersTimeout: opts.timeoutMs, bodyTimeout: opts.timeoutMs }),
+    );
   }
 
   /**
@@ -100,8 +97,9 @@ export class CrawlFetcher {
     const combined = controller.signal;
     let body: Readable | undefined;
     try {
+      const [{ request }, dispatcher] = await Promise.all([loadUndici(), this.agent.get()]);
       const res = await request(url, {
-        dispatcher: this.agent,
+        dispatcher,
         method: 'GET',
         headers: { ...extraHeaders, 'user-agent': this.opts.userAgent, accept: acceptHeader, 'accept-encoding': 'gzip, deflate, br' },
         signal: combined,
@@ -162,6 +160,6 @@ export class CrawlFetcher {
   }
 
   async close(): Promise<void> {
-    await this.agent.close();
+    await (await this.agent.ifMade())?.close();
   }
 }

@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { request } from 'undici';
+import { loadUndici } from '../../net/undici.js';
 import { ProviderError, type ChannelProvider, type DeliveryStatus, type SendAccepted, type SendRequest } from './types.js';
 
 export interface WhatsAppOptions {
@@ -35,6 +35,7 @@ export class WhatsAppCloudProvider implements ChannelProvider {
           }
         : { messaging_product: 'whatsapp', to, type: 'text', text: { body: message.text } },
     );
+    const { request } = await loadUndici();
     let response;
     try {
       response = await request(url, {
