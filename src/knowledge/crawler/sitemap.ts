@@ -18,6 +18,8 @@ export interface SitemapOptions {
 }
 
 const LOC = /<loc>\s*(?:<!\[CDATA\[)?\s*([^<\]]*?)\s*(?:\]\]>)?\s*<\/loc>/gi;
+/** The first `<loc>` of one element (LOC without the global flag: no lastIndex carried between elements). */
+const FIRST_LOC = new RegExp(LOC.source, 'i');
 const ENTITIES: Record<string, string> = { '&amp;': '&', '&lt;': '<', '&gt;': '>', '&quot;': '"', '&apos;': "'" };
 
 function decodeEntities(text: string): string {
@@ -73,7 +75,7 @@ export function parseSitemap(xml: string): { index: boolean; entries: SitemapEnt
   const entries: SitemapEntry[] = [];
   if (!index) {
     for (const element of xml.matchAll(URL_ELEMENT)) {
-      const loc = new RegExp(LOC.source, 'i').exec(element[0]);
+      const loc = FIRST_LOC.exec(element[0]);
       if (!loc) continue;
       const lastmod = LASTMOD.exec(element[0]);
       const at = lastmod ? lastmodMs(decodeEntities(lastmod[1])) : undefined;
