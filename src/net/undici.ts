@@ -1,5 +1,4 @@
 import type * as Undici from 'undici';
-import type { Agent } from 'undici';
 import { guardedConnector, type ConnectorOptions } from './connector.js';
 
 let loading: Promise<typeof Undici> | undefined;
@@ -14,7 +13,7 @@ export function loadUndici(): Promise<typeof Undici> {
 }
 
 /** An undici Agent whose every connection goes through the SSRF guard (connector.ts). */
-export async function guardedAgent(guard: ConnectorOptions, options: Omit<Agent.Options, 'connect'>): Promise<Agent> {
+export async function guardedAgent(guard: ConnectorOptions, options: Omit<Undici.Agent.Options, 'connect'>): Promise<Undici.Agent> {
   const undici = await loadUndici();
   return new undici.Agent({ ...options, connect: guardedConnector(undici.buildConnector, guard) });
 }
