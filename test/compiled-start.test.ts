@@ -4,29 +4,33 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { openDb } from '../src/db/driver.js';
+import { eventually } from './helpers/app.js';
 import { isolatedDatabase } from './helpers/db.js';
+import { startReceiver } from './helpers/receiver.js';
 import { ROOT, freePort, inheritedEnv, ServerProcess } from './helpers/server-process.js';
 
 // `npm start` runs the bundle `npm run build` makes (dist/server, scripts/build/bundle.mjs), not the sources the
 // other tests load. This start proves that what the bundle moved still finds its files (migrations, the embedded
-// template, swagger-ui's assets) and that the inlined libraries (TypeBox, libphonenumber-js) answer as in the sources.
+// template, swagger-ui's assets), that the inlined libraries (TypeBox, libphonenumber-js) answer as in the sources, and
+// that the lazily loaded ones (undici, for every outbound request) load from their chunks.
 
 const ADMIN_TOKEN = 'compiled-start-admin-token';
 const BUNDLE = path.join(ROOT, 'dist/server/main.js');
 
-test('the bundled server starts, migrates, validates, serves its docs and MCP, and stops cleanly', { timeout: 180_000 }, async () => {
+test('the bundled server starts, migrates, validates, delivers a webhook, serves its docs and MCP, and stops cleanly', { timeout: 180_000 }, async () => {
   assert.ok(existsSync(BUNDLE), 'dist/server/main.js is missing: `npm ci` (or `npm run build`) makes it');
   const database = await isolatedDatabase();
   const dataDir = mkdtempSync(path.join(tmpdir(), 'm2m-compiled-'));
   const embedded = !process.env.DATABASE_URL;
-  const env = { ...inheritedEnv(), ...database.env, ...(embedded ? { DATA_DIR: dataDir } : {}), ADMIN_TOKEN, HOST: '127.0.0.1', LOG_LEVEL: 'warn', MCP_ENABLED: 'true' };
+  const env = { ...inheritedEnv(), ...database.env, ...(embedded ? { DATA_DIR: dataDir } : {}), ADMIN_TOKEN, HOST: '127.0.0.1', LOG_LEVEL: 'warn', MCP_ENABLED: 'true', UNSAFE_ALLOW_PRIVATE_DESTINATIONS: 'true' };
   const port = await freePort();
   const startedAt = new Date();
+  const receiver = await startReceiver();
   const server = new ServerProcess({ ...env, PORT: String(port) }, `http://127.0.0.1:${port}`, ADMIN_TOKEN, ['--role', 'all'], [BUNDLE]);
   try {
     await server.ready();
     const { tenantId } = await server.ok<{ tenantId: string }>('POST', '/admin/v1/tenants', { name: 'Bundle Hotel' });
-    const { key } = await server.ok<{ key: string }>('POST', `/admin/v1/tenants/${tenantId}/api-keys`, { name: 'b', scopes: ['webhooks:read', 'reservations:write'] });
+    const { key } = await server.ok<{ key: string }>('POST', `/admin/v1/tenants/${tenantId}/api-keys`, { name: 'b', scopes: ['webhooks:read', 'webhooks:write', 'conversations:read', 'reservations:write'] });
 
     const list = await server.call<{ subscriptions: unknown[] }>('GET', '/m2m/v1/webhooks', undefined, key);
     assert.equal(list.status, 200);
@@ -35,6 +39,13 @@ test('the bundled server starts, migrates, validates, serves its docs and MCP, a
     assert.equal(invalid.status, 400);
     assert.equal(invalid.body.error.code, 'M2M_INVALID_REQUEST');
     assert.match(invalid.body.error.message, /foo/);
+
+    await server.ok('POST', '/m2m/v1/webhooks', { url: receiver.url, events: ['message.created'] }, key);
+    const { eventId } = await server.ok<{ eventId: string }>('POST', `/admin/v1/tenants/${tenantId}/webhook-events`, {
+      type: 'message.created',
+      data: { messageId: 'msg_bundle', conversationId: 'conv_bundle', direction: 'inbound', channel: 'webchat' },
+    });
+    await eventually(async () => receiver.eventIds().includes(eventId), 30_000, 'the webhook to be delivered');
 
     const { integrationId } = await server.ok<{ integrationId: string }>('POST', `/admin/v1/tenants/${tenantId}/integrations`, { provider: 'pms', name: 'PMS' });
     const mirror = await server.ok<{ guestPhoneNormalized?: string }>('PUT', `/admin/v1/tenants/${tenantId}/integrations/${integrationId}/reservations/R-1`, {
@@ -65,6 +76,7 @@ test('the bundled server starts, migrates, validates, serves its docs and MCP, a
     assert.equal(await exited, 0, server.output);
   } finally {
     await server.kill();
+    await receiver.close();
     await database.drop();
   }
   if (embedded) {

@@ -1,14 +1,17 @@
 import type * as Undici from 'undici';
 import { guardedConnector, type ConnectorOptions } from './connector.js';
 
-let loading: Promise<typeof Undici> | undefined;
+type UndiciApi = typeof Undici.default;
+
+let loading: Promise<UndiciApi> | undefined;
 
 /**
  * undici, the client of every outbound request, is a large part of the server's code: it is loaded with the
- * first outbound request instead of at every start (docs/decisions.md, "Start, third pass").
+ * first outbound request instead of at every start (docs/decisions.md, "Start, third pass"). Its API is read
+ * from the default export (CommonJS `module.exports`): the bundle's chunk of undici has no named exports.
  */
-export function loadUndici(): Promise<typeof Undici> {
-  loading ??= import('undici');
+export function loadUndici(): Promise<UndiciApi> {
+  loading ??= import('undici').then((module) => module.default);
   return loading;
 }
 
