@@ -108,7 +108,7 @@ export async function startServer(
     ...dbEnv,
     ...(metricsPort ? { METRICS_PORT: metricsPort } : {}),
     // As `npm start` sets it (docs/decisions.md: lean embedded default).
-    ...(options.compiled ? { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '32768' } : {}),
+    ...(options.compiled ? { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '16384' } : {}),
     ...extraEnv,
   };
   if (options.compiled && !existsSync(path.join(ROOT, 'dist/server/main.js'))) throw new Error('dist/server/main.js is missing: run npm run build first');

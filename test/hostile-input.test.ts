@@ -241,12 +241,17 @@ test('the JSON parser thread stops once idle (giving its heap back) and starts a
   const thread = new JsonParserThread(50);
   assert.equal(thread.running, false);
   const body = JSON.stringify({ text: 'z'.repeat(2 * 1024 * 1024) });
-  assert.deepEqual(await thread.parse(body), JSON.parse(body));
+  const big = Buffer.from(body);
+  assert.deepEqual(await thread.parse(big), JSON.parse(body));
+  assert.equal(big.buffer.byteLength, 0, 'a buffer that owns its memory is handed over, not copied');
   assert.equal(thread.running, true);
-  // Requests in flight keep it running; the idle clock starts when the last one is answered.
-  const [a, b] = await Promise.all([thread.parse('{"a":1}'), thread.parse('[1,2]')]);
+  // Requests in flight keep it running; the idle clock starts when the last one is answered. Small buffers
+  // share Node's pool: they are copied, and the pool stays usable.
+  const small = Buffer.from('{"a":1}');
+  const [a, b] = await Promise.all([thread.parse(small), thread.parse(Buffer.from('[1,2]'))]);
   assert.deepEqual([a, b], [{ a: 1 }, [1, 2]]);
+  assert.equal(small.toString(), '{"a":1}');
   await eventually(async () => !thread.running, 5_000, 'the idle thread to stop');
-  await assert.rejects(thread.parse('{"__proto__":{"x":1}}'));
-  assert.deepEqual(await thread.parse('{"again":true}'), { again: true });
+  await assert.rejects(thread.parse(Buffer.from('{"__proto__":{"x":1}}')));
+  assert.deepEqual(await thread.parse(Buffer.from('{"again":true}')), { again: true });
 });

@@ -2,8 +2,8 @@ import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import { errorCodes, type FastifyInstance } from 'fastify';
 
-/** Bodies from this size on are parsed off the event loop (docs/decisions.md, "Hostile input"). */
-export const OFF_THREAD_JSON_CHARS = 1024 * 1024;
+/** Bodies from this size (bytes) on are parsed off the event loop (docs/decisions.md, "Hostile input"). */
+export const OFF_THREAD_JSON_BYTES = 1024 * 1024;
 
 const PARSE_OPTIONS = { protoAction: 'error', constructorAction: 'error' } as const;
 
@@ -11,10 +11,10 @@ const PARSE_OPTIONS = { protoAction: 'error', constructorAction: 'error' } as co
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const secureJson = require(workerData.secureJsonParse);
-parentPort.on('message', ({ id, text }) => {
+parentPort.on('message', ({ id, bytes }) => {
   let value;
   try {
-    value = secureJson.parse(text, workerData.options);
+    value = secureJson.parse(Buffer.from(bytes), workerData.options);
   } catch {
     parentPort.postMessage({ id, ok: false });
     return;
@@ -47,7 +47,7 @@ interface ParserThread {
   idleTimer?: NodeJS.Timeout;
 }
 
-/** One worker thread, started on first use and again after it dies or idles, that parses JSON text. */
+/** One worker thread, started on first use and again after it dies or idles, that parses JSON bytes (UTF-8). */
 export class JsonParserThread {
   private current: ParserThread | undefined;
   private nextId = 0;
@@ -59,13 +59,19 @@ export class JsonParserThread {
     return this.current !== undefined;
   }
 
-  parse(text: string): Promise<unknown> {
+  /**
+   * Parses `body`, which is the thread's from now on: a buffer that owns its whole memory (as a request body
+   * does) is handed over without a copy, so the event loop neither decodes nor copies it.
+   */
+  parse(body: Buffer): Promise<unknown> {
     const thread = this.current ?? this.start();
     clearTimeout(thread.idleTimer);
     const id = this.nextId++;
+    const owned = body.byteOffset === 0 && body.buffer.byteLength === body.byteLength && body.buffer instanceof ArrayBuffer;
+    const bytes = owned ? body.buffer : new Uint8Array(body).buffer;
     return new Promise((resolve, reject) => {
       thread.pending.set(id, { resolve, reject });
-      thread.worker.postMessage({ id, text });
+      thread.worker.postMessage({ id, bytes }, [bytes]);
     });
   }
 
@@ -116,10 +122,10 @@ export function registerJsonParser(app: FastifyInstance): void {
   const inline = app.getDefaultJsonParser(PARSE_OPTIONS.protoAction, PARSE_OPTIONS.constructorAction);
   const thread = new JsonParserThread();
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    const text = typeof body === 'string' ? body : body.toString('utf8');
-    if (text.length < OFF_THREAD_JSON_CHARS) return inline(request, text, done);
-    thread.parse(text).then(
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+    if (bytes.length < OFF_THREAD_JSON_BYTES) return inline(request, bytes.toString('utf8'), done);
+    thread.parse(bytes).then(
       (value) => done(null, value),
       (error: Error) => done(error, undefined),
     );
