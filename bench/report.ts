@@ -59,8 +59,10 @@ export function targets(api: ApiResult[], webhooks: WebhookResult[], quick: bool
   }
   for (const r of webhooks) {
     const db = dbLabel(r.db);
+    // Issue 20: PostgreSQL keeps ≥ 8,000/s; the embedded database drains ≥ 1,000/s.
+    const drainTarget = r.db === 'postgres' ? 8_000 : 1_000;
+    checks.push({ check: 'drain deliveries/s', db, value: fmt(r.drain.deliveriesPerSec), target: `≥ ${fmt(drainTarget)}`, pass: r.drain.complete && r.drain.deliveriesPerSec >= drainTarget });
     if (r.db === 'postgres') {
-      checks.push({ check: 'drain deliveries/s', db, value: fmt(r.drain.deliveriesPerSec), target: '≥ 3,000', pass: r.drain.complete && r.drain.deliveriesPerSec >= 3_000 });
       checks.push({
         check: `commit→receipt p99 at ${fmt(r.latency.targetRate)}/s`,
         db,
