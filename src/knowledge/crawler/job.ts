@@ -41,21 +41,6 @@ async function failCrawl(deps: CrawlJobDeps, ctx: JobContext, crawl: CrawlJobRow
   ctx.log.info({ crawlJobId: crawl.id, code, message }, 'crawl failed');
 }
 
-/** Embeds the generation's chunks that have no vector yet, a batch at a time; returns how many. */
-async function embedChunks(deps: CrawlJobDeps, ctx: JobContext, crawl: CrawlJobRow, attempt: number, runnerJobId: number): Promise<number> {
-  let total = 0;
-  for (;;) {
-    const batch = await snapshotRepo.chunksWithoutVectors(deps.db, crawl.generation_id, deps.embedder.batchSize);
-    if (batch.length === 0) return total;
-    const vectors = await deps.embedder.embed(batch.map((c) => c.text), ctx.signal);
-    await deps.db.transaction(async (tx) => {
-      if (!(await crawlRepo.progress(tx, crawl.tenant_id, crawl.id, attempt, { chunksEmbedded: batch.length, now: ctx.clock.now() }))) throw new LeaseLostError(runnerJobId);
-      await snapshotRepo.storeVectors(tx, crawl.tenant_id, deps.embedder.model, batch.map((c, i) => ({ sourceId: c.source_id, seq: c.seq, vector: vectors[i] })));
-    });
-    total += batch.length;
-  }
-}
-
 /**
  * The generation switch, in one transaction with the job's completion: pages' enabled flags from the
  * website's rules as they are now, staging → current, previous current → superseded, the website idle with
@@ -128,6 +113,8 @@ async function crawlOnce(deps: CrawlJobDeps, job: ClaimedJob, ctx: JobContext, c
       propertyId: website.property_id,
       createdBy: website.created_by,
       now: () => ctx.clock.now(),
+      embedder: deps.embedder,
+      signal: ctx.signal,
       status,
     },
     reusable,
@@ -144,21 +131,21 @@ async function crawlOnce(deps: CrawlJobDeps, job: ClaimedJob, ctx: JobContext, c
   }, PROGRESS_MS);
   try {
     await crawler.run((page) => writer.add(page));
-    await writer.flush();
   } finally {
     clearInterval(ticker);
   }
+  // Every page is fetched: what is left is embedding and writing the last pages.
+  await crawlRepo.progress(db, crawl.tenant_id, crawl.id, attempt, { phase: 'embedding', ...status(), now: ctx.clock.now() });
+  await writer.flush();
   deps.counters?.crawlPages('processed', crawler.counters.pagesProcessed);
   deps.counters?.crawlPages('failed', crawler.counters.pagesFailed);
   if (writer.pagesWritten === 0) {
     const first = crawler.failures[0];
     throw new CrawlAbort('no_pages', first ? `no page could be stored; ${first.url}: ${first.code} (${first.message})` : 'no page could be stored: nothing on the site was reachable and allowed');
   }
-  await crawlRepo.progress(db, crawl.tenant_id, crawl.id, attempt, { phase: 'embedding', ...status(), now: ctx.clock.now() });
-  const embedded = await embedChunks(deps, ctx, crawl, attempt, job.id);
   await crawlRepo.progress(db, crawl.tenant_id, crawl.id, attempt, { phase: 'finalizing', now: ctx.clock.now() });
   await finalize(deps, ctx, crawl, attempt, job.id);
-  ctx.log.info({ crawlJobId: crawl.id, pages: writer.pagesWritten, embedded, reused: writer.chunksReused, failed: crawler.counters.pagesFailed }, 'crawl completed');
+  ctx.log.info({ crawlJobId: crawl.id, pages: writer.pagesWritten, embedded: writer.chunksEmbedded, reused: writer.chunksReused, failed: crawler.counters.pagesFailed }, 'crawl completed');
 }
 
 /**

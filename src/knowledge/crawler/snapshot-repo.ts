@@ -44,6 +44,11 @@ export interface ReusablePage {
  * A website's crawl snapshots: the pages (knowledge_sources rows of kind website_page) and chunks of a
  * generation, and the generation switch. Batched: a crawl writes its pages a few dozen at a time.
  */
+/** A vector as a PostgreSQL array literal; a value that is not a finite number is stored as 0. */
+function vectorLiteral(vector: readonly number[]): string {
+  return `{${vector.map((x) => (Number.isFinite(x) ? x : 0)).join(',')}}`;
+}
+
 export const snapshotRepo = {
   async insertGeneration(db: Queryable, row: { id: string; tenantId: string; websiteId: string; now: Date }): Promise<void> {
     await db.query(
@@ -94,12 +99,15 @@ export const snapshotRepo = {
   },
 
   /** New chunks, without vectors yet (the embedding phase adds them). */
-  async insertChunks(db: Queryable, tenantId: string, chunks: Array<{ sourceId: string; seq: number; text: string; tokens: number }>): Promise<void> {
+  /** New chunks with their vectors (of `model`), in the order of `chunks`. */
+  async insertChunks(db: Queryable, tenantId: string, model: string, chunks: Array<{ sourceId: string; seq: number; text: string; tokens: number; vector: number[] }>): Promise<void> {
     if (chunks.length === 0) return;
+    // Vectors travel as array literals ("{0.1,-0.2}"): unnest cannot split a 2-D array into rows of 1-D arrays.
     await db.query(
-      `INSERT INTO knowledge_chunks (source_id, seq, tenant_id, text, tokens)
-       SELECT c.source_id, c.seq, $1, c.text, c.tokens FROM unnest($2::text[], $3::int[], $4::text[], $5::int[]) AS c (source_id, seq, text, tokens)`,
-      [tenantId, chunks.map((c) => c.sourceId), chunks.map((c) => c.seq), chunks.map((c) => c.text), chunks.map((c) => c.tokens)],
+      `INSERT INTO knowledge_chunks (source_id, seq, tenant_id, text, tokens, embedding, embedding_model)
+       SELECT c.source_id, c.seq, $1, c.text, c.tokens, c.vector::real[], $6
+       FROM unnest($2::text[], $3::int[], $4::text[], $5::int[], $7::text[]) AS c (source_id, seq, text, tokens, vector)`,
+      [tenantId, chunks.map((c) => c.sourceId), chunks.map((c) => c.seq), chunks.map((c) => c.text), chunks.map((c) => c.tokens), model, chunks.map((c) => vectorLiteral(c.vector))],
     );
   },
 
@@ -111,24 +119,6 @@ export const snapshotRepo = {
        SELECT p.to_id, c.seq, c.tenant_id, c.text, c.tokens, c.embedding, c.embedding_model
        FROM unnest($1::text[], $2::text[]) AS p (to_id, from_id) JOIN knowledge_chunks c ON c.source_id = p.from_id AND c.tenant_id = $3`,
       [pairs.map((p) => p.to), pairs.map((p) => p.from), tenantId],
-    );
-  },
-
-  async chunksWithoutVectors(db: Queryable, generationId: string, limit: number): Promise<Array<{ source_id: string; seq: number; text: string }>> {
-    return db.query(
-      `SELECT c.source_id, c.seq, c.text FROM knowledge_chunks c JOIN knowledge_sources s ON s.id = c.source_id
-       WHERE s.website_generation_id = $1 AND c.embedding IS NULL ORDER BY c.source_id, c.seq LIMIT $2`,
-      [generationId, limit],
-    );
-  },
-
-  async storeVectors(db: Queryable, tenantId: string, model: string, rows: Array<{ sourceId: string; seq: number; vector: number[] }>): Promise<void> {
-    if (rows.length === 0) return;
-    // Vectors travel as array literals ("{0.1,-0.2}"): unnest cannot split a 2-D array into rows of 1-D arrays.
-    await db.query(
-      `UPDATE knowledge_chunks c SET embedding = v.vector::real[], embedding_model = $1
-       FROM unnest($2::text[], $3::int[], $4::text[]) AS v (source_id, seq, vector) WHERE c.source_id = v.source_id AND c.seq = v.seq AND c.tenant_id = $5`,
-      [model, rows.map((r) => r.sourceId), rows.map((r) => r.seq), rows.map((r) => `{${r.vector.map((x) => (Number.isFinite(x) ? x : 0)).join(',')}}`), tenantId],
     );
   },
 

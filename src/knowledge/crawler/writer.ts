@@ -5,7 +5,7 @@ import { chunkText, previewOf, type Chunk } from '../chunker.js';
 import type { CreatedBy } from '../repo.js';
 import { crawlRepo, type CrawlCounts, type CrawlJobRow } from './crawl-repo.js';
 import type { CrawledPage } from './crawler.js';
-import { contentHash } from './embedder.js';
+import { contentHash, type Embedder } from './embedder.js';
 import { snapshotRepo, type NewPage, type ReusablePage } from './snapshot-repo.js';
 
 export interface WriterContext {
@@ -20,6 +20,9 @@ export interface WriterContext {
   propertyId: string | null;
   createdBy: CreatedBy | null;
   now: () => Date;
+  /** Embeds the new chunks of each batch before it is written. */
+  embedder: Embedder;
+  signal: AbortSignal;
   /** Counters and failures to record with each batch. */
   status: () => { counts: CrawlCounts; failures: CrawlJobRow['failed_pages'] };
 }
@@ -30,13 +33,15 @@ const BATCH_MS = 1000;
 /**
  * Writes crawled pages into the staging generation a batch at a time, with the job's progress, in one short
  * transaction per batch (no network I/O inside). A page whose text is unchanged since the current generation
- * copies that page's chunks and vectors; any other page is chunked here and embedded later.
+ * copies that page's chunks and vectors; any other page is chunked and its chunks embedded here, before the
+ * transaction, while the crawl goes on fetching (docs/decisions.md, "Embedding while crawling").
  */
 export class SnapshotWriter {
   private pending: CrawledPage[] = [];
   private lastFlush = Date.now();
   pagesWritten = 0;
   chunksReused = 0;
+  chunksEmbedded = 0;
 
   private readonly byHash = new Map<string, ReusablePage>();
   private readonly byId = new Map<string, ReusablePage>();
@@ -92,7 +97,7 @@ export class SnapshotWriter {
     this.pending = [];
     this.lastFlush = Date.now();
     const pages: NewPage[] = [];
-    const chunks: Array<{ sourceId: string; seq: number; text: string; tokens: number }> = [];
+    const chunks: Array<{ sourceId: string; seq: number; text: string; tokens: number; vector: number[] }> = [];
     const copies: Array<{ to: string; from: string }> = [];
     for (const page of batch) {
       const id = newId('ks');
@@ -107,7 +112,7 @@ export class SnapshotWriter {
         this.chunksReused += previous.chunk_count;
       } else {
         const pieces: Chunk[] = await chunkText(page.text);
-        pieces.forEach((c, seq) => chunks.push({ sourceId: id, seq, text: c.text, tokens: c.tokens }));
+        pieces.forEach((c, seq) => chunks.push({ sourceId: id, seq, text: c.text, tokens: c.tokens, vector: [] }));
         counts = { chunkCount: pieces.length, tokens: pieces.reduce((sum, c) => sum + c.tokens, 0) };
       }
       pages.push({
@@ -127,15 +132,24 @@ export class SnapshotWriter {
         links: JSON.stringify(page.links),
       });
     }
+    const { embedder, signal } = this.ctx;
+    for (let start = 0; start < chunks.length; start += embedder.batchSize) {
+      const slice = chunks.slice(start, start + embedder.batchSize);
+      const vectors = await embedder.embed(slice.map((c) => c.text), signal);
+      slice.forEach((chunk, i) => (chunk.vector = vectors[i]));
+    }
     const { counts, failures } = this.ctx.status();
     const now = this.ctx.now();
     await this.ctx.db.transaction(async (tx) => {
       // The fence first: a run that lost the job writes nothing.
-      if (!(await crawlRepo.progress(tx, this.ctx.tenantId, this.ctx.crawlId, this.ctx.attempt, { counts, failures, now }))) throw new LeaseLostError(this.ctx.runnerJobId);
+      if (!(await crawlRepo.progress(tx, this.ctx.tenantId, this.ctx.crawlId, this.ctx.attempt, { counts, failures, chunksEmbedded: chunks.length, now }))) {
+        throw new LeaseLostError(this.ctx.runnerJobId);
+      }
       await snapshotRepo.insertPages(tx, { ...this.ctx, now }, pages);
-      await snapshotRepo.insertChunks(tx, this.ctx.tenantId, chunks);
+      await snapshotRepo.insertChunks(tx, this.ctx.tenantId, embedder.model, chunks);
       await snapshotRepo.copyChunks(tx, this.ctx.tenantId, copies);
     });
     this.pagesWritten += pages.length;
+    this.chunksEmbedded += chunks.length;
   }
 }
