@@ -40,15 +40,15 @@ export interface ReusablePage {
   followed_links: string[] | null;
 }
 
-/**
- * A website's crawl snapshots: the pages (knowledge_sources rows of kind website_page) and chunks of a
- * generation, and the generation switch. Batched: a crawl writes its pages a few dozen at a time.
- */
 /** A vector as a PostgreSQL array literal; a value that is not a finite number is stored as 0. */
 function vectorLiteral(vector: readonly number[]): string {
   return `{${vector.map((x) => (Number.isFinite(x) ? x : 0)).join(',')}}`;
 }
 
+/**
+ * A website's crawl snapshots: the pages (knowledge_sources rows of kind website_page) and chunks of a
+ * generation, and the generation switch. Batched: a crawl writes its pages a few dozen at a time.
+ */
 export const snapshotRepo = {
   async insertGeneration(db: Queryable, row: { id: string; tenantId: string; websiteId: string; now: Date }): Promise<void> {
     await db.query(
@@ -98,7 +98,6 @@ export const snapshotRepo = {
     );
   },
 
-  /** New chunks, without vectors yet (the embedding phase adds them). */
   /** New chunks with their vectors (of `model`), in the order of `chunks`. */
   async insertChunks(db: Queryable, tenantId: string, model: string, chunks: Array<{ sourceId: string; seq: number; text: string; tokens: number; vector: number[] }>): Promise<void> {
     if (chunks.length === 0) return;
