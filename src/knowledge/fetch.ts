@@ -1,5 +1,5 @@
-import type { Agent, Dispatcher } from 'undici';
-import { OnFirstUse, guardedAgent, loadUndici } from '../net/undici.js';
+import type { Dispatcher } from 'undici';
+import { LazyGuardedAgent, loadUndici } from '../net/undici.js';
 import { classifyNetError } from '../net/failure.js';
 import { validateWebhookUrl, type Resolver } from '../net/guard.js';
 import { followRedirects } from '../net/redirects.js';
@@ -53,11 +53,10 @@ export function checkFetchUrl(raw: string, allowPrivate: boolean): URL {
 
 /** GET through the SSRF guard: redirects followed by hand (each hop checked), a deadline and a body size cap. */
 export class GuardedFetcher {
-  private readonly agent: OnFirstUse<Agent>;
+  private readonly agent: LazyGuardedAgent;
 
   constructor(private readonly opts: GuardedFetchOptions) {
-    const guard = { allowPrivate: opts.allowPrivate, timeoutMs: opts.timeoutMs, resolver: opts.resolver };
-    this.agent = new OnFirstUse(() => guardedAgent(guard, { headersTimeout: opts.timeoutMs, bodyTimeout: opts.timeoutMs, connections: 16 }));
+    this.agent = new LazyGuardedAgent(opts, { headersTimeout: opts.timeoutMs, bodyTimeout: opts.timeoutMs, connections: 16 });
   }
 
   async get(url: string, signal?: AbortSignal): Promise<Fetched> {
@@ -123,6 +122,6 @@ export class GuardedFetcher {
   }
 
   async close(): Promise<void> {
-    await (await this.agent.ifMade())?.close();
+    await this.agent.close();
   }
 }

@@ -15,23 +15,24 @@ export function loadUndici(): Promise<UndiciApi> {
   return loading;
 }
 
-/** An undici Agent whose every connection goes through the SSRF guard (connector.ts). */
-export async function guardedAgent(guard: ConnectorOptions, options: Omit<Undici.Agent.Options, 'connect'>): Promise<Undici.Agent> {
-  const undici = await loadUndici();
-  return new undici.Agent({ ...options, connect: guardedConnector(undici.buildConnector, guard) });
-}
+/**
+ * An undici Agent whose every connection goes through the SSRF guard (connector.ts), made with the first request
+ * (undici loads then) and closed only if it was ever made.
+ */
+export class LazyGuardedAgent {
+  private made: Promise<Undici.Agent> | undefined;
 
-/** A value made on first use (an Agent: undici loads then), and closed only if it was ever made. */
-export class OnFirstUse<T> {
-  private made: Promise<T> | undefined;
-  constructor(private readonly make: () => Promise<T>) {}
+  constructor(
+    private readonly guard: ConnectorOptions,
+    private readonly options: Omit<Undici.Agent.Options, 'connect'>,
+  ) {}
 
-  get(): Promise<T> {
-    this.made ??= this.make();
+  get(): Promise<Undici.Agent> {
+    this.made ??= loadUndici().then((undici) => new undici.Agent({ ...this.options, connect: guardedConnector(undici.buildConnector, this.guard) }));
     return this.made;
   }
 
-  async ifMade(): Promise<T | undefined> {
-    return this.made;
+  async close(): Promise<void> {
+    await (await this.made)?.close();
   }
 }

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { Agent, Dispatcher } from 'undici';
-import { OnFirstUse, guardedAgent } from '../net/undici.js';
+import { LazyGuardedAgent } from '../net/undici.js';
 import { classifyNetError, type NetFailureCode } from '../net/failure.js';
 import type { Resolver } from '../net/guard.js';
 
@@ -26,7 +26,7 @@ export interface WebhookHttpClientOptions {
 const DEFAULT_MAX_RESPONSE_BYTES = 4096;
 
 export class WebhookHttpClient {
-  private readonly agent: OnFirstUse<Agent>;
+  private readonly agent: LazyGuardedAgent;
   private readonly timeoutMs: number;
   private readonly userAgent: string;
   private readonly maxResponseBytes: number;
@@ -36,18 +36,15 @@ export class WebhookHttpClient {
     this.userAgent = opts.userAgent;
     this.maxResponseBytes = opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     // A plain Agent ignores HTTP(S)_PROXY, and no redirect interceptor is composed in.
-    const guard = { allowPrivate: opts.allowPrivate, timeoutMs: opts.timeoutMs, resolver: opts.resolver };
-    this.agent = new OnFirstUse(() =>
-      guardedAgent(guard, {
-        connections: 64,
-        keepAliveTimeout: 10_000,
-        keepAliveMaxTimeout: 10_000,
-        // The attempt's own deadline (exchange) bounds headers and body together; undici's per-phase timers
-        // would only add a timer object per request.
-        headersTimeout: 0,
-        bodyTimeout: 0,
-      }),
-    );
+    this.agent = new LazyGuardedAgent(opts, {
+      connections: 64,
+      keepAliveTimeout: 10_000,
+      keepAliveMaxTimeout: 10_000,
+      // The attempt's own deadline (exchange) bounds headers and body together; undici's per-phase timers
+      // would only add a timer object per request.
+      headersTimeout: 0,
+      bodyTimeout: 0,
+    });
   }
 
   async post(url: string, body: string, headers: Record<string, string>): Promise<PostResult> {
@@ -140,7 +137,7 @@ export class WebhookHttpClient {
   }
 
   async close(): Promise<void> {
-    await (await this.agent.ifMade())?.close();
+    await this.agent.close();
   }
 
   private buildHeaders(headers: Record<string, string>): Record<string, string> {

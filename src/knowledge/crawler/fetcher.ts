@@ -1,7 +1,6 @@
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { Readable } from 'node:stream';
-import type { Agent } from 'undici';
-import { OnFirstUse, guardedAgent, loadUndici } from '../../net/undici.js';
+import { LazyGuardedAgent, loadUndici } from '../../net/undici.js';
 import { classifyNetError } from '../../net/failure.js';
 import type { Resolver } from '../../net/guard.js';
 
@@ -68,13 +67,10 @@ function decoder(encoding: string | undefined): NodeJS.ReadWriteStream | undefin
  * crawler follows them hop by hop (src/net/redirects.ts) so each hop is checked (site, robots, duplicates) like a link.
  */
 export class CrawlFetcher {
-  private readonly agent: OnFirstUse<Agent>;
+  private readonly agent: LazyGuardedAgent;
 
   constructor(private readonly opts: FetcherOptions) {
-    const guard = { allowPrivate: opts.allowPrivate, timeoutMs: opts.timeoutMs, resolver: opts.resolver };
-    this.agent = new OnFirstUse(() =>
-      guardedAgent(guard, { connections: opts.connections, keepAliveTimeout: 4_000, headersTimeout: opts.timeoutMs, bodyTimeout: opts.timeoutMs }),
-    );
+    this.agent = new LazyGuardedAgent(opts, { connections: opts.connections, keepAliveTimeout: 4_000, headersTimeout: opts.timeoutMs, bodyTimeout: opts.timeoutMs });
   }
 
   /**
@@ -160,6 +156,6 @@ export class CrawlFetcher {
   }
 
   async close(): Promise<void> {
-    await (await this.agent.ifMade())?.close();
+    await this.agent.close();
   }
 }
