@@ -97,7 +97,7 @@ export class SnapshotWriter {
     this.pending = [];
     this.lastFlush = Date.now();
     const pages: NewPage[] = [];
-    const chunks: Array<{ sourceId: string; seq: number; text: string; tokens: number; vector: number[] }> = [];
+    const chunks: Array<{ sourceId: string; seq: number; text: string; tokens: number }> = [];
     const copies: Array<{ to: string; from: string }> = [];
     for (const page of batch) {
       const id = newId('ks');
@@ -112,7 +112,7 @@ export class SnapshotWriter {
         this.chunksReused += previous.chunk_count;
       } else {
         const pieces: Chunk[] = await chunkText(page.text);
-        pieces.forEach((c, seq) => chunks.push({ sourceId: id, seq, text: c.text, tokens: c.tokens, vector: [] }));
+        pieces.forEach((c, seq) => chunks.push({ sourceId: id, seq, text: c.text, tokens: c.tokens }));
         counts = { chunkCount: pieces.length, tokens: pieces.reduce((sum, c) => sum + c.tokens, 0) };
       }
       pages.push({
@@ -132,12 +132,7 @@ export class SnapshotWriter {
         links: JSON.stringify(page.links),
       });
     }
-    const { embedder, signal } = this.ctx;
-    for (let start = 0; start < chunks.length; start += embedder.batchSize) {
-      const slice = chunks.slice(start, start + embedder.batchSize);
-      const vectors = await embedder.embed(slice.map((c) => c.text), signal);
-      slice.forEach((chunk, i) => (chunk.vector = vectors[i]));
-    }
+    const vectors = await this.embed(chunks.map((c) => c.text));
     const { counts, failures } = this.ctx.status();
     const now = this.ctx.now();
     await this.ctx.db.transaction(async (tx) => {
@@ -146,10 +141,20 @@ export class SnapshotWriter {
         throw new LeaseLostError(this.ctx.runnerJobId);
       }
       await snapshotRepo.insertPages(tx, { ...this.ctx, now }, pages);
-      await snapshotRepo.insertChunks(tx, this.ctx.tenantId, embedder.model, chunks);
+      await snapshotRepo.insertChunks(tx, this.ctx.tenantId, this.ctx.embedder.model, chunks.map((c, i) => ({ ...c, vector: vectors[i] })));
       await snapshotRepo.copyChunks(tx, this.ctx.tenantId, copies);
     });
     this.pagesWritten += pages.length;
     this.chunksEmbedded += chunks.length;
+  }
+
+  /** Vectors of `texts`, in order, in calls of the embedder's batch size. */
+  private async embed(texts: string[]): Promise<number[][]> {
+    const { embedder, signal } = this.ctx;
+    const vectors: number[][] = [];
+    for (let start = 0; start < texts.length; start += embedder.batchSize) {
+      vectors.push(...(await embedder.embed(texts.slice(start, start + embedder.batchSize), signal)));
+    }
+    return vectors;
   }
 }
