@@ -100,13 +100,25 @@ test('a reply is queued, sent through the pipeline, and readable as an outbound 
   assert.deepEqual(await written(w.tenantId), before);
 });
 
-test('two identical replies at once give one send', async () => {
+test('two identical replies at once give one send: the others wait for it and replay its answer', async () => {
   const w = await world('webchat');
   const first = await inbound(app, w.tenantId, w.channelId, { handle: `guest-${++seq}` });
   const results = await Promise.all(Array.from({ length: 4 }, () => reply(w.key, first.conversationId, { text: 'Hello!' }, 'race')));
-  const statuses = results.map((res) => res.statusCode);
-  assert.ok(statuses.every((status) => status === 202 || status === 409), statuses.join());
-  assert.ok(statuses.includes(202));
+  assert.deepEqual(results.map((res) => res.statusCode), [202, 202, 202, 202], results.map((res) => res.body).join('\n'));
+  assert.equal(new Set(results.map((res) => res.json().messageId)).size, 1, 'one message id in every answer');
+  assert.equal(results.filter((res) => res.headers['idempotent-replayed'] === 'true').length, 3);
+  const { messages, requests } = await written(w.tenantId);
+  assert.equal(messages, 2, 'the inbound and one reply');
+  assert.equal(requests, 1);
+  assert.equal((await events(w.tenantId, 'message.created')).length, 2, 'message.created of the inbound and of the one reply');
+});
+
+test('one Idempotency-Key on two different replies at once: one is sent, the other is 409', async () => {
+  const w = await world('webchat');
+  const first = await inbound(app, w.tenantId, w.channelId, { handle: `guest-${++seq}` });
+  const results = await Promise.all([reply(w.key, first.conversationId, { text: 'One' }, 'clash'), reply(w.key, first.conversationId, { text: 'Two' }, 'clash')]);
+  assert.deepEqual(results.map((res) => res.statusCode).sort(), [202, 409], results.map((res) => res.body).join('\n'));
+  errorOf(results.find((res) => res.statusCode === 409) ?? results[0], 409, 'M2M_IDEMPOTENCY_CONFLICT');
   const { messages, requests } = await written(w.tenantId);
   assert.equal(messages, 2, 'the inbound and one reply');
   assert.equal(requests, 1);

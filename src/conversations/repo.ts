@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/driver.js';
+import type { ChannelKind } from '../channels/repo.js';
 
 export interface ContactRow {
   id: string;
@@ -16,7 +17,7 @@ export interface ConversationRow {
   id: string;
   tenant_id: string;
   channel_id: string;
-  channel_kind: string;
+  channel_kind: ChannelKind;
   contact_id: string;
   owner_operator_id: string | null;
   unread_count: number;
@@ -159,15 +160,6 @@ export const conversationRepo = {
        WHERE id = $1 AND tenant_id = $6`,
       [conversationId, fields.messageId, fields.preview, fields.at, fields.now, tenantId],
     );
-  },
-
-  async recordOutbound(db: Queryable, tenantId: string, conversationId: string, fields: { preview: string; now: Date }): Promise<void> {
-    await db.query(`UPDATE conversations SET last_message_at = $3, last_message_preview = $2, updated_at = $3 WHERE id = $1 AND tenant_id = $4`, [
-      conversationId,
-      fields.preview,
-      fields.now,
-      tenantId,
-    ]);
   },
 
   async markRead(db: Queryable, tenantId: string, conversationId: string, actorId: string, now: Date): Promise<void> {

@@ -32,6 +32,10 @@ export interface Db extends Queryable {
   transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
   /** Connections of the main pool (PostgreSQL); undefined on PGlite, which has a single connection. */
   poolUse(): PoolUse | undefined;
+  /** The name under which `pg_notify` in a statement wakes listeners of `channel` on every node (PostgreSQL). */
+  notifyName(channel: string): string;
+  /** Wakes this process's listeners of `channel` at once: after a statement that committed on its own and notified. */
+  wake(channel: string): void;
   /** Subscribe to wake-ups on `channel`; returns an unsubscribe function. */
   listen(channel: string, onWake: () => void): Promise<() => void>;
   close(): Promise<void>;

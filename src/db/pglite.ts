@@ -75,6 +75,15 @@ class PgliteDb implements Db {
     return result;
   }
 
+  /** PGlite has one process: its listeners are woken by `wake`, the name only keeps SQL the same on both drivers. */
+  notifyName(channel: string): string {
+    return `${this.schema}.${channel}`;
+  }
+
+  wake(channel: string): void {
+    this.signals.emit(channel);
+  }
+
   async listen(channel: string, onWake: () => void): Promise<() => void> {
     return this.signals.on(channel, onWake);
   }

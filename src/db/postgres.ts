@@ -105,7 +105,7 @@ class PostgresDb implements Db {
       await client.query('BEGIN');
       const result = await fn(tx);
       // Notifications and COMMIT in one round trip (simple query protocol, several statements).
-      const notifies = [...tx.channels].map((channel) => `SELECT pg_notify(${sqlLiteral(this.channelName(channel))}, '');`).join(' ');
+      const notifies = [...tx.channels].map((channel) => `SELECT pg_notify(${sqlLiteral(this.notifyName(channel))}, '');`).join(' ');
       await client.query(`${notifies} COMMIT`);
       client.release();
       finishCommit(tx, this.signals);
@@ -117,8 +117,12 @@ class PostgresDb implements Db {
     }
   }
 
-  private channelName(channel: string): string {
+  notifyName(channel: string): string {
     return `${this.schema}.${channel}`;
+  }
+
+  wake(channel: string): void {
+    this.signals.emit(channel);
   }
 
   async listen(channel: string, onWake: () => void): Promise<() => void> {
@@ -134,7 +138,7 @@ class PostgresDb implements Db {
   }
 
   private listenSql(channel: string): string {
-    return `LISTEN "${this.channelName(channel).replace(/"/g, '')}"`;
+    return `LISTEN "${this.notifyName(channel).replace(/"/g, '')}"`;
   }
 
   private async connectListener(): Promise<void> {

@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js';
 import type { Db, Tx } from '../db/driver.js';
 import { DomainError } from '../errors.js';
 import { stableStringify } from '../util/stable-json.js';
-import { idempotencyRepo } from './idempotency-repo.js';
+import { idempotencyRepo, type IdempotencyKeyRow } from './idempotency-repo.js';
 
 const RETENTION_MS = 24 * 60 * 60 * 1000;
 /** An in-progress claim (written by earlier versions) older than this belongs to a crashed request and may be taken over. */
@@ -44,26 +44,47 @@ export async function runIdempotent<B>(
 ): Promise<StoredResponse<B>> {
   const hash = requestHash(req.request);
   const ref = { tenantId: req.tenantId, operation: req.operation, key: req.key };
-  const stillRunning = () =>
-    new DomainError('M2M_IDEMPOTENCY_CONFLICT', 'a request with this Idempotency-Key is still being processed; retry later', { idempotencyKey: req.key });
 
   return db.transaction(async (tx) => {
-    if (!(await idempotencyRepo.tryLock(tx, ref))) throw stillRunning();
+    if (!(await idempotencyRepo.tryLock(tx, ref))) throw stillRunning(req.key);
     const now = clock.now();
     const row = await idempotencyRepo.find(tx, ref);
-    if (row && row.expires_at.getTime() > now.getTime()) {
-      if (row.request_hash !== hash) {
-        throw new DomainError('M2M_IDEMPOTENCY_CONFLICT', 'Idempotency-Key was already used with a different request', { idempotencyKey: req.key });
-      }
-      if (row.state === 'completed') return { status: row.response_status ?? 200, body: row.response_body as B, replayed: true };
-      // An in-progress row is a claim committed by the two-transaction protocol of earlier versions (a node not
-      // yet upgraded): honoured until it is old enough to belong to a crashed request.
-      if (row.locked_at.getTime() > now.getTime() - STALE_LOCK_MS) throw stillRunning();
+    if (row && row.expires_at.getTime() > now.getTime() && (row.state === 'completed' || row.request_hash !== hash || !isStale(row, now))) {
+      return answerTaken<B>(req.key, hash, row);
     }
     const result = await execute(tx);
-    await idempotencyRepo.store(tx, ref, { hash, status: result.status, body: JSON.stringify(result.body), now, expiresAt: new Date(now.getTime() + RETENTION_MS) });
+    await idempotencyRepo.store(tx, ref, { hash, status: result.status, body: JSON.stringify(result.body), now, expiresAt: keyLifetime(now).expiresAt });
     return { ...result, replayed: false };
   });
+}
+
+/**
+ * When a key used now expires, and before when an in-progress claim (written by earlier versions) belongs to a
+ * crashed request and may be taken over.
+ */
+export function keyLifetime(now: Date): { expiresAt: Date; staleBefore: Date } {
+  return { expiresAt: new Date(now.getTime() + RETENTION_MS), staleBefore: new Date(now.getTime() - STALE_LOCK_MS) };
+}
+
+function isStale(row: Pick<IdempotencyKeyRow, 'locked_at'>, now: Date): boolean {
+  return row.locked_at.getTime() <= keyLifetime(now).staleBefore.getTime();
+}
+
+/**
+ * The answer to a request whose key holds an unexpired earlier use: that use's stored response when the requests
+ * are the same, else 409. An in-progress row is a claim committed by the two-transaction protocol of earlier
+ * versions (a node not yet upgraded): honoured until it is old enough to belong to a crashed request.
+ */
+export function answerTaken<B>(key: string, hash: string, row: Pick<IdempotencyKeyRow, 'request_hash' | 'state' | 'response_status' | 'response_body'>): StoredResponse<B> {
+  if (row.request_hash !== hash) {
+    throw new DomainError('M2M_IDEMPOTENCY_CONFLICT', 'Idempotency-Key was already used with a different request', { idempotencyKey: key });
+  }
+  if (row.state === 'completed') return { status: row.response_status ?? 200, body: row.response_body as B, replayed: true };
+  throw stillRunning(key);
+}
+
+function stillRunning(key: string): DomainError {
+  return new DomainError('M2M_IDEMPOTENCY_CONFLICT', 'a request with this Idempotency-Key is still being processed; retry later', { idempotencyKey: key });
 }
 
 /** Deletes stored responses past their 24 hours (run by the retention job). */

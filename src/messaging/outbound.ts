@@ -1,10 +1,9 @@
 import type { Tx } from '../db/driver.js';
 import { preview } from '../conversations/inbox.js';
-import { conversationRepo } from '../conversations/repo.js';
 import { newId } from '../ids.js';
-import { enqueue } from '../jobs/queue.js';
-import { emit } from '../webhooks/events.js';
-import { messageRequestRepo } from './repo.js';
+import { JOBS_CHANNEL } from '../jobs/queue.js';
+import { WEBHOOKS_CHANNEL, eventRecord } from '../webhooks/events.js';
+import { outboundRepo, type OutboundMessage } from './outbound-repo.js';
 import type { TaskName } from '../jobs/tasks.js';
 
 export const SEND_TASK = 'messaging.send' satisfies TaskName;
@@ -28,8 +27,9 @@ export interface QueuedSend {
 
 /**
  * The one way every domain sends a message: inside the caller's transaction it writes the outbound
- * message, its message request (status queued) and the send job, and emits message.created. The send
- * itself happens later in the pipeline; accepted does not mean delivered.
+ * message, its message request (status queued) and the send job, and emits message.created, in one statement
+ * (outbound_queue, migration 0021). The send itself happens later in the pipeline; accepted does not mean
+ * delivered.
  */
 export class OutboundQueue {
   constructor(
@@ -38,32 +38,46 @@ export class OutboundQueue {
   ) {}
 
   async queue(tx: Tx, now: Date, input: OutboundInput): Promise<QueuedSend> {
-    const replyId = newId('msg');
-    const requestEventId = newId('mrq');
-    await conversationRepo.insertMessage(tx, { id: replyId, tenantId: input.tenantId, conversationId: input.conversationId, direction: 'outbound', text: input.text, requestEventId, now });
-    await conversationRepo.recordOutbound(tx, input.tenantId, input.conversationId, { preview: preview(input.text), now });
-    await messageRequestRepo.insert(tx, {
-      id: requestEventId,
+    const message = this.prepare(now, input);
+    const { job_id, deliveries } = await outboundRepo.queue(tx, message);
+    if (job_id !== null) tx.notify(JOBS_CHANNEL);
+    if (deliveries > 0) tx.notify(WEBHOOKS_CHANNEL);
+    return { replyId: message.message_id, requestEventId: message.request_id };
+  }
+
+  /** The rows of one outbound message, with fresh ids, for outbound_queue or a statement that calls it. */
+  prepare(now: Date, input: OutboundInput): OutboundMessage {
+    const messageId = newId('msg');
+    const requestId = newId('mrq');
+    const event = eventRecord(now, input.tenantId, 'message.created', {
+      messageId,
+      conversationId: input.conversationId,
+      direction: 'outbound',
+      channel: input.channelKind,
+      requestEventId: requestId,
+    });
+    return {
       tenant_id: input.tenantId,
       conversation_id: input.conversationId,
-      reply_id: replyId,
+      at: now.toISOString(),
+      message_id: messageId,
+      text: input.text,
+      preview: preview(input.text),
+      request_id: requestId,
       channel_id: input.channelId,
       channel_kind: input.channelKind,
       recipient_phone: input.recipientPhone,
       template_name: input.template?.name ?? null,
       locale: input.template?.locale ?? null,
-      text: input.text,
       provider: this.providerName,
-      now,
-    });
-    await enqueue(tx, now, { task: SEND_TASK, tenantId: input.tenantId, payload: { requestEventId }, dedupeKey: requestEventId, maxAttempts: this.maxAttempts });
-    await emit(tx, now, input.tenantId, 'message.created', {
-      messageId: replyId,
-      conversationId: input.conversationId,
-      direction: 'outbound',
-      channel: input.channelKind,
-      requestEventId,
-    });
-    return { replyId, requestEventId };
+      job_task: SEND_TASK,
+      job_payload: { requestEventId: requestId },
+      job_max_attempts: this.maxAttempts,
+      event_id: event.eventId,
+      event_type: 'message.created',
+      event_body: event.body,
+      event_read_scope: event.readScope,
+      event_write_scope: event.writeScope,
+    };
   }
 }

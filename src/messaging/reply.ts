@@ -2,58 +2,90 @@ import type { Static } from 'typebox';
 import type { Clock } from '../clock.js';
 import type { Ctx } from '../context.js';
 import type { Db } from '../db/driver.js';
-import { channelRepo } from '../channels/repo.js';
 import type { ConversationParams } from '../conversations/schema.js';
 import type { ReplyAccepted, ReplyBody } from '../conversations/message-schema.js';
-import { conversationRepo } from '../conversations/repo.js';
-import { requireConversation } from '../conversations/service.js';
-import { DomainError, conflict, invalid } from '../errors.js';
-import { runIdempotent } from '../http/idempotency.js';
-import { replyWindowRefusal } from './channel-rules.js';
+import { DomainError, conflict, invalid, notFound } from '../errors.js';
+import { answerTaken, keyLifetime, requestHash, type StoredResponse } from '../http/idempotency.js';
+import { JOBS_CHANNEL } from '../jobs/queue.js';
+import { WEBHOOKS_CHANNEL } from '../webhooks/events.js';
+import { REPLY_WINDOW_HOURS, replyWindowRefusal } from './channel-rules.js';
+import { ConversationChannels, type ConversationChannel } from './conversation-channels.js';
 import type { OutboundQueue } from './outbound.js';
+import { outboundRepo, type ReplyOutcome } from './outbound-repo.js';
 
 type ReplyInput = Static<typeof ConversationParams> & Static<typeof ReplyBody> & { idempotencyKey: string };
+type Accepted = Static<typeof ReplyAccepted>;
+
+const OPERATION = 'conversations.reply';
+/** Conversations whose channel a node remembers (docs/decisions.md, "Replies in one statement"). */
+const REMEMBERED_CONVERSATIONS = 10_000;
 
 /** A plain-text reply inside a conversation, through the same outbound pipeline as a conversation start. */
 export class ReplyService {
+  private readonly channels: ConversationChannels;
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
     private readonly outbound: OutboundQueue,
-  ) {}
+  ) {
+    this.channels = new ConversationChannels(db, REMEMBERED_CONVERSATIONS);
+  }
 
   /**
-   * Checks the channel's rules under the conversation's lock, then writes the message, its request, the send
-   * job and message.created in one transaction with the stored response. A refusal writes nothing and
-   * releases the Idempotency-Key.
+   * One statement committed on its own (conversation_reply, migration 0021): the Idempotency-Key's earlier use,
+   * the channel's rules under the conversation's lock, then the message, its request, the send job,
+   * message.created and the stored response. A refusal writes nothing and leaves the key free.
    */
-  async reply(ctx: Ctx, { idempotencyKey, conversationId, text }: ReplyInput) {
+  async reply(ctx: Ctx, { idempotencyKey, conversationId, text }: ReplyInput): Promise<StoredResponse<Accepted>> {
     if (!text.trim()) throw invalid('body.text', 'must contain a non-space character');
     const { tenantId } = ctx;
-    const result = await runIdempotent<Static<typeof ReplyAccepted>>(this.db, this.clock, { tenantId, operation: 'conversations.reply', key: idempotencyKey, request: { conversationId, text } }, async (tx) => {
-      const conversation = await requireConversation(tx, tenantId, conversationId, true);
-      const channel = await channelRepo.get(tx, tenantId, conversation.channel_id);
-      if (!channel?.available) {
-        throw new DomainError('M2M_INVALID_REQUEST', 'the conversation channel is not available for sending', {
-          reason: 'channel_unavailable',
-          issues: [{ path: 'path.conversationId', message: 'its channel is not available' }],
-        });
-      }
-      const contact = await conversationRepo.getContact(tx, tenantId, conversation.contact_id);
-      if (contact?.opted_out) throw conflict('the contact has opted out', { reason: 'recipient_opted_out' });
-      const now = this.clock.now();
-      const refusal = replyWindowRefusal(channel.kind, conversation.last_inbound_at, now);
-      if (refusal) throw refusal;
-      const { replyId, requestEventId } = await this.outbound.queue(tx, now, {
-        tenantId,
-        conversationId,
-        channelId: channel.id,
-        channelKind: channel.kind,
-        recipientPhone: contact?.phone_e164 ?? null,
-        text,
-      });
-      return { status: 202, body: { conversationId, messageId: replyId, replyId, requestEventId } };
+    const channel = await this.channels.of(tenantId, conversationId);
+    const now = this.clock.now();
+    const message = this.outbound.prepare(now, { tenantId, conversationId, channelId: channel.channelId, channelKind: channel.kind, recipientPhone: null, text });
+    const accepted: Accepted = { conversationId, messageId: message.message_id, replyId: message.message_id, requestEventId: message.request_id };
+    const hash = requestHash({ conversationId, text });
+    const result = await outboundRepo.reply(this.db, message, {
+      windowHours: REPLY_WINDOW_HOURS[channel.kind],
+      operation: OPERATION,
+      key: idempotencyKey,
+      requestHash: hash,
+      response: accepted,
+      ...keyLifetime(now),
+      jobsChannel: this.db.notifyName(JOBS_CHANNEL),
+      webhooksChannel: this.db.notifyName(WEBHOOKS_CHANNEL),
     });
-    return result;
+    switch (result.outcome) {
+      case 'queued':
+        this.db.wake(JOBS_CHANNEL);
+        if (result.deliveries > 0) this.db.wake(WEBHOOKS_CHANNEL);
+        return { status: 202, body: accepted, replayed: false };
+      case 'replay':
+      case 'in_progress':
+        return answerTaken<Accepted>(idempotencyKey, hash, {
+          request_hash: result.stored_hash,
+          state: result.outcome === 'replay' ? 'completed' : 'in_progress',
+          response_status: result.stored_status,
+          response_body: result.stored_body,
+        });
+      case 'missing':
+        this.channels.forget(tenantId, conversationId);
+        throw notFound('conversation');
+      case 'refused':
+        throw refusal(channel, result, now);
+    }
   }
+}
+
+/** Why conversation_reply refused: the channel's rules, in the order they are checked. */
+function refusal(channel: ConversationChannel, facts: Extract<ReplyOutcome, { outcome: 'refused' }>, now: Date): DomainError {
+  if (!facts.channel_available) {
+    return new DomainError('M2M_INVALID_REQUEST', 'the conversation channel is not available for sending', {
+      reason: 'channel_unavailable',
+      issues: [{ path: 'path.conversationId', message: 'its channel is not available' }],
+    });
+  }
+  if (facts.contact_opted_out) return conflict('the contact has opted out', { reason: 'recipient_opted_out' });
+  const outsideWindow = replyWindowRefusal(channel.kind, facts.last_inbound, now);
+  if (!outsideWindow) throw new Error('conversation_reply refused a reply that the channel rules allow');
+  return outsideWindow;
 }

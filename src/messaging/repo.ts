@@ -27,18 +27,6 @@ export interface MessageRequestRow {
 }
 
 export const messageRequestRepo = {
-  async insert(
-    db: Queryable,
-    row: Pick<MessageRequestRow, 'id' | 'tenant_id' | 'conversation_id' | 'reply_id' | 'channel_id' | 'channel_kind' | 'recipient_phone' | 'template_name' | 'locale' | 'text' | 'provider'> & { now: Date },
-  ): Promise<MessageRequestRow> {
-    const rows = await db.query<MessageRequestRow>(
-      `INSERT INTO message_requests (id, tenant_id, conversation_id, reply_id, channel_id, channel_kind, recipient_phone, template_name, locale, text, status, provider, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'queued', $11, $12, $12) RETURNING *`,
-      [row.id, row.tenant_id, row.conversation_id, row.reply_id, row.channel_id, row.channel_kind, row.recipient_phone, row.template_name, row.locale, row.text, row.provider, row.now],
-    );
-    return rows[0];
-  },
-
   async get(db: Queryable, tenantId: string, id: string, lock = false): Promise<MessageRequestRow | undefined> {
     return (await db.query<MessageRequestRow>(`SELECT * FROM message_requests WHERE tenant_id = $1 AND id = $2${lock ? ' FOR NO KEY UPDATE' : ''}`, [tenantId, id]))[0];
   },

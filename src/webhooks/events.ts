@@ -30,12 +30,31 @@ export function emit<T extends EventType>(tx: Tx, now: Date, tenantId: string, t
 
 /** emit() without the payload's type: only for the admin API's test events, whose `data` is the caller's. */
 export async function emitUnchecked(tx: Tx, now: Date, tenantId: string, type: EventType, data: unknown): Promise<EmittedEvent> {
-  const eventId = newId('evt');
-  const body = JSON.stringify({ eventId, type, schemaVersion: SCHEMA_VERSION, tenantId, occurredAt: now.toISOString(), data });
+  const event = anyEventRecord(now, tenantId, type, data);
   // The outbox row and its fan-out, in one statement (webhook_emit, migrations 0012 and 0017): subscriptions
   // whose owning key is in force and holds one of these scopes (api_key_grants) get a delivery.
-  const [readScope, writeScope] = grantingScopes(eventScope(type));
-  const deliveries = await outboxRepo.emit(tx, { tenantId, eventId, type, now, body, readScope, writeScope: writeScope ?? readScope });
+  const deliveries = await outboxRepo.emit(tx, { tenantId, type, now, ...event });
   if (deliveries > 0) tx.notify(WEBHOOKS_CHANNEL);
-  return { eventId, deliveries };
+  return { eventId: event.eventId, deliveries };
+}
+
+/** An event as the outbox stores it, for a statement that emits it itself (webhook_emit inside outbound_queue). */
+export interface EventRecord {
+  eventId: string;
+  /** The delivered body, exactly as signed. */
+  body: string;
+  /** The scopes of which the subscription's owning key must hold one (the event's read scope, or its write scope). */
+  readScope: string;
+  writeScope: string;
+}
+
+export function eventRecord<T extends EventType>(now: Date, tenantId: string, type: T, data: EventData<T>): EventRecord {
+  return anyEventRecord(now, tenantId, type, data);
+}
+
+function anyEventRecord(now: Date, tenantId: string, type: EventType, data: unknown): EventRecord {
+  const eventId = newId('evt');
+  const body = JSON.stringify({ eventId, type, schemaVersion: SCHEMA_VERSION, tenantId, occurredAt: now.toISOString(), data });
+  const [readScope, writeScope] = grantingScopes(eventScope(type));
+  return { eventId, body, readScope, writeScope: writeScope ?? readScope };
 }

@@ -1,0 +1,92 @@
+import type { Queryable } from '../db/driver.js';
+import type { PayloadOf } from '../jobs/tasks.js';
+
+/** Every row of one outbound message: the fields of the SQL type outbound_message (migration 0021). */
+export interface OutboundMessage {
+  tenant_id: string;
+  conversation_id: string;
+  at: string;
+  message_id: string;
+  text: string;
+  preview: string;
+  request_id: string;
+  channel_id: string;
+  channel_kind: string;
+  recipient_phone: string | null;
+  template_name: string | null;
+  locale: string | null;
+  provider: string;
+  job_task: string;
+  job_payload: PayloadOf<'messaging.send'>;
+  job_max_attempts: number;
+  event_id: string;
+  event_type: string;
+  event_body: string;
+  event_read_scope: string;
+  event_write_scope: string;
+}
+
+export interface ReplyClaim {
+  /** The channel's free-form window in hours; null when it has none. */
+  windowHours: number | null;
+  operation: string;
+  key: string;
+  requestHash: string;
+  /** The 202 body stored with the key. */
+  response: unknown;
+  expiresAt: Date;
+  /** An in-progress claim of an earlier version locked before this belongs to a crashed request. */
+  staleBefore: Date;
+  /** pg_notify channel names that wake the send workers and the webhook dispatchers. */
+  jobsChannel: string;
+  webhooksChannel: string;
+}
+
+export type ReplyOutcome =
+  | { outcome: 'queued'; deliveries: number }
+  | { outcome: 'replay' | 'in_progress'; stored_hash: string; stored_status: number | null; stored_body: unknown }
+  | { outcome: 'missing' }
+  | { outcome: 'refused'; channel_available: boolean; contact_opted_out: boolean; last_inbound: Date | null };
+
+interface ReplyRow {
+  outcome: ReplyOutcome['outcome'];
+  stored_hash: string | null;
+  stored_status: number | null;
+  stored_body: unknown;
+  channel_available: boolean | null;
+  contact_opted_out: boolean | null;
+  last_inbound: Date | null;
+  deliveries: number | null;
+}
+
+export const outboundRepo = {
+  /** Writes the message and what comes with it (outbound_queue); the job's id is null when its dedupe key is pending. */
+  async queue(db: Queryable, message: OutboundMessage): Promise<{ job_id: number | null; deliveries: number }> {
+    const rows = await db.query<{ job_id: number | null; deliveries: number }>('SELECT job_id, deliveries FROM outbound_queue($1::jsonb)', [JSON.stringify(message)]);
+    return rows[0];
+  },
+
+  /** A reply in one statement committed on its own (conversation_reply): see the function for the outcomes. */
+  async reply(db: Queryable, message: OutboundMessage, claim: ReplyClaim): Promise<ReplyOutcome> {
+    const rows = await db.query<ReplyRow>(
+      `SELECT * FROM conversation_reply(p_message => $1::jsonb, p_window_hours => $2, p_operation => $3, p_key => $4, p_request_hash => $5,
+         p_response_body => $6::jsonb, p_expires_at => $7, p_stale_before => $8, p_jobs_channel => $9, p_webhooks_channel => $10)`,
+      [JSON.stringify(message), claim.windowHours, claim.operation, claim.key, claim.requestHash, JSON.stringify(claim.response), claim.expiresAt, claim.staleBefore, claim.jobsChannel, claim.webhooksChannel],
+    );
+    return toOutcome(rows[0]);
+  },
+};
+
+function toOutcome(row: ReplyRow): ReplyOutcome {
+  switch (row.outcome) {
+    case 'queued':
+      return { outcome: 'queued', deliveries: row.deliveries ?? 0 };
+    case 'replay':
+    case 'in_progress':
+      return { outcome: row.outcome, stored_hash: row.stored_hash ?? '', stored_status: row.stored_status, stored_body: row.stored_body };
+    case 'missing':
+      return { outcome: 'missing' };
+    case 'refused':
+      return { outcome: 'refused', channel_available: row.channel_available ?? false, contact_opted_out: row.contact_opted_out ?? false, last_inbound: row.last_inbound };
+  }
+}
