@@ -29,16 +29,10 @@ test('a reply wakes the send workers of another node', { skip: url ? false : 'Po
   const { channelId } = await app.admin<{ channelId: string }>('POST', `/tenants/${tenant.tenantId}/channels`, { kind: 'webchat', name: 'Web' });
   const { conversationId } = await inbound(app, tenant.tenantId, channelId, { handle: 'guest' });
 
-  let wakes = 0;
-  const woken = new Promise<void>((resolve) => {
-    void node.listen(JOBS_CHANNEL, () => {
-      wakes++;
-      resolve();
-    });
-  });
-  await new Promise((resolve) => setTimeout(resolve, 200));
+  let woke!: () => void;
+  const woken = new Promise<void>((resolve) => (woke = resolve));
+  await node.listen(JOBS_CHANNEL, () => woke());
   const res = await app.api(tenant.key, 'POST', `/conversations/${conversationId}/messages`, { text: 'Hello' }, { 'idempotency-key': 'wake' });
   assert.equal(res.statusCode, 202, res.body);
   await Promise.race([woken, new Promise((_, reject) => setTimeout(() => reject(new Error('the other node was not woken within 5 s')), 5_000))]);
-  assert.ok(wakes >= 1);
 });

@@ -9,6 +9,9 @@ export interface IdempotencyKeyRow {
   expires_at: Date;
 }
 
+/** What an earlier use of a key left: enough to replay its answer or refuse a different request. */
+export type StoredUse = Pick<IdempotencyKeyRow, 'request_hash' | 'state' | 'response_status' | 'response_body'>;
+
 /** One Idempotency-Key of one operation of one tenant. */
 export interface KeyRef {
   tenantId: string;

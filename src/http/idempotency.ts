@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js';
 import type { Db, Tx } from '../db/driver.js';
 import { DomainError } from '../errors.js';
 import { stableStringify } from '../util/stable-json.js';
-import { idempotencyRepo, type IdempotencyKeyRow } from './idempotency-repo.js';
+import { idempotencyRepo, type IdempotencyKeyRow, type StoredUse } from './idempotency-repo.js';
 
 const RETENTION_MS = 24 * 60 * 60 * 1000;
 /** An in-progress claim (written by earlier versions) older than this belongs to a crashed request and may be taken over. */
@@ -75,7 +75,7 @@ function isStale(row: Pick<IdempotencyKeyRow, 'locked_at'>, now: Date): boolean 
  * are the same, else 409. An in-progress row is a claim committed by the two-transaction protocol of earlier
  * versions (a node not yet upgraded): honoured until it is old enough to belong to a crashed request.
  */
-export function answerTaken<B>(key: string, hash: string, row: Pick<IdempotencyKeyRow, 'request_hash' | 'state' | 'response_status' | 'response_body'>): StoredResponse<B> {
+export function answerTaken<B>(key: string, hash: string, row: StoredUse): StoredResponse<B> {
   if (row.request_hash !== hash) {
     throw new DomainError('M2M_IDEMPOTENCY_CONFLICT', 'Idempotency-Key was already used with a different request', { idempotencyKey: key });
   }

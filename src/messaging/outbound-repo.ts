@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/driver.js';
+import type { IdempotencyKeyRow, StoredUse } from '../http/idempotency-repo.js';
 import type { PayloadOf } from '../jobs/tasks.js';
 
 /** Every row of one outbound message: the fields of the SQL type outbound_message (migration 0021). */
@@ -16,7 +17,7 @@ export interface OutboundMessage {
   template_name: string | null;
   locale: string | null;
   provider: string;
-  job_task: string;
+  job_task: 'messaging.send';
   job_payload: PayloadOf<'messaging.send'>;
   job_max_attempts: number;
   event_id: string;
@@ -44,13 +45,14 @@ export interface ReplyClaim {
 
 export type ReplyOutcome =
   | { outcome: 'queued'; deliveries: number }
-  | { outcome: 'replay' | 'in_progress'; stored_hash: string; stored_status: number | null; stored_body: unknown }
+  | { outcome: 'taken'; stored: StoredUse }
   | { outcome: 'missing' }
   | { outcome: 'refused'; channel_available: boolean; contact_opted_out: boolean; last_inbound: Date | null };
 
 interface ReplyRow {
   outcome: ReplyOutcome['outcome'];
   stored_hash: string | null;
+  stored_state: IdempotencyKeyRow['state'] | null;
   stored_status: number | null;
   stored_body: unknown;
   channel_available: boolean | null;
@@ -81,9 +83,11 @@ function toOutcome(row: ReplyRow): ReplyOutcome {
   switch (row.outcome) {
     case 'queued':
       return { outcome: 'queued', deliveries: row.deliveries ?? 0 };
-    case 'replay':
-    case 'in_progress':
-      return { outcome: row.outcome, stored_hash: row.stored_hash ?? '', stored_status: row.stored_status, stored_body: row.stored_body };
+    case 'taken':
+      return {
+        outcome: 'taken',
+        stored: { request_hash: row.stored_hash ?? '', state: row.stored_state ?? 'completed', response_status: row.stored_status, response_body: row.stored_body },
+      };
     case 'missing':
       return { outcome: 'missing' };
     case 'refused':

@@ -59,14 +59,8 @@ export class ReplyService {
         this.db.wake(JOBS_CHANNEL);
         if (result.deliveries > 0) this.db.wake(WEBHOOKS_CHANNEL);
         return { status: 202, body: accepted, replayed: false };
-      case 'replay':
-      case 'in_progress':
-        return answerTaken<Accepted>(idempotencyKey, hash, {
-          request_hash: result.stored_hash,
-          state: result.outcome === 'replay' ? 'completed' : 'in_progress',
-          response_status: result.stored_status,
-          response_body: result.stored_body,
-        });
+      case 'taken':
+        return answerTaken<Accepted>(idempotencyKey, hash, result.stored);
       case 'missing':
         this.channels.forget(tenantId, conversationId);
         throw notFound('conversation');

@@ -45,11 +45,11 @@ LANGUAGE sql AS $$ SELECT * FROM outbound_queue(jsonb_populate_record(NULL::outb
 -- message, so a concurrent request with the same key waits on it and then gets its answer.
 -- The channel's rules are decided in TypeScript (src/messaging/channel-rules.ts): p_window_hours is the
 -- channel's window (null: none), and a refusal returns what TypeScript needs to explain it. The recipient's
--- phone is the contact's, read under the lock. Outcomes: queued, replay, in_progress, missing, refused.
+-- phone is the contact's, read under the lock. Outcomes: queued, taken (the key's earlier use), missing, refused.
 CREATE FUNCTION conversation_reply(p_message jsonb, p_window_hours integer, p_operation text, p_key text, p_request_hash text,
                                    p_response_body jsonb, p_expires_at timestamptz, p_stale_before timestamptz,
                                    p_jobs_channel text, p_webhooks_channel text)
-RETURNS TABLE (outcome text, stored_hash text, stored_status integer, stored_body jsonb,
+RETURNS TABLE (outcome text, stored_hash text, stored_state text, stored_status integer, stored_body jsonb,
                channel_available boolean, contact_opted_out boolean, last_inbound timestamptz, deliveries integer)
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
@@ -59,8 +59,7 @@ DECLARE
 BEGIN
   SELECT * INTO k FROM idempotency_keys i WHERE i.tenant_id = m.tenant_id AND i.operation = p_operation AND i.key = p_key AND i.expires_at > m.at;
   IF FOUND AND (k.state = 'completed' OR k.request_hash <> p_request_hash OR k.locked_at > p_stale_before) THEN
-    RETURN QUERY SELECT CASE WHEN k.state = 'completed' THEN 'replay' ELSE 'in_progress' END, k.request_hash, k.response_status, k.response_body,
-                        NULL::boolean, NULL::boolean, NULL::timestamptz, NULL::integer;
+    RETURN QUERY SELECT 'taken', k.request_hash, k.state, k.response_status, k.response_body, NULL::boolean, NULL::boolean, NULL::timestamptz, NULL::integer;
     RETURN;
   END IF;
 
@@ -72,12 +71,12 @@ BEGIN
   WHERE cv.tenant_id = m.tenant_id AND cv.id = m.conversation_id AND cv.channel_id = m.channel_id
   FOR NO KEY UPDATE OF cv;
   IF NOT FOUND THEN
-    RETURN QUERY SELECT 'missing', NULL::text, NULL::integer, NULL::jsonb, NULL::boolean, NULL::boolean, NULL::timestamptz, NULL::integer;
+    RETURN QUERY SELECT 'missing', NULL::text, NULL::text, NULL::integer, NULL::jsonb, NULL::boolean, NULL::boolean, NULL::timestamptz, NULL::integer;
     RETURN;
   END IF;
   IF NOT channel_available OR contact_opted_out
      OR (p_window_hours IS NOT NULL AND (last_inbound IS NULL OR m.at - last_inbound >= make_interval(hours => p_window_hours))) THEN
-    RETURN QUERY SELECT 'refused', NULL::text, NULL::integer, NULL::jsonb, channel_available, contact_opted_out, last_inbound, NULL::integer;
+    RETURN QUERY SELECT 'refused', NULL::text, NULL::text, NULL::integer, NULL::jsonb, channel_available, contact_opted_out, last_inbound, NULL::integer;
     RETURN;
   END IF;
 
@@ -90,14 +89,13 @@ BEGIN
   IF NOT FOUND THEN
     -- A request with the same key committed while this one waited for the conversation or the key: its answer.
     SELECT * INTO k FROM idempotency_keys i WHERE i.tenant_id = m.tenant_id AND i.operation = p_operation AND i.key = p_key;
-    RETURN QUERY SELECT CASE WHEN k.state = 'completed' THEN 'replay' ELSE 'in_progress' END, k.request_hash, k.response_status, k.response_body,
-                        NULL::boolean, NULL::boolean, NULL::timestamptz, NULL::integer;
+    RETURN QUERY SELECT 'taken', k.request_hash, k.state, k.response_status, k.response_body, NULL::boolean, NULL::boolean, NULL::timestamptz, NULL::integer;
     RETURN;
   END IF;
 
   SELECT * INTO queued FROM outbound_queue(m);
   IF queued.job_id IS NOT NULL THEN PERFORM pg_notify(p_jobs_channel, ''); END IF;
   IF queued.deliveries > 0 THEN PERFORM pg_notify(p_webhooks_channel, ''); END IF;
-  RETURN QUERY SELECT 'queued', NULL::text, NULL::integer, NULL::jsonb, NULL::boolean, NULL::boolean, NULL::timestamptz, queued.deliveries;
+  RETURN QUERY SELECT 'queued', NULL::text, NULL::text, NULL::integer, NULL::jsonb, NULL::boolean, NULL::boolean, NULL::timestamptz, queued.deliveries;
 END
 $$;
