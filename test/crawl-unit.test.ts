@@ -1,6 +1,8 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
+import fc from 'fast-check';
 import { checkCrawlUrl, cleanUrl, pageKey, pathOf, siteOf } from '../src/knowledge/crawler/url.js';
 import { extractPage } from '../src/knowledge/crawler/extract.js';
 import { isEnabled, requiredUrls } from '../src/knowledge/crawler/selection.js';
@@ -184,6 +186,25 @@ test('the local embedder is deterministic, normalised and ranks by shared words'
   assert.ok(Math.abs(dot(a, a) - 1) < 1e-9);
   assert.ok(dot(a, c) < 0.5);
   assert.equal(embedder.model, 'local-hash-256');
+});
+
+test('the local embedder gives the vectors it always gave, on its ASCII path and its general one alike', () => {
+  const embedder = new LocalEmbedder();
+  const digest = (text: string) => createHash('sha256').update(JSON.stringify(embedder.embedOne(text))).digest('hex');
+  // Vectors stored by earlier versions stay comparable: the same model name means the same numbers.
+  assert.equal(digest('Breakfast is served on the terrace from 7 to 10, late check-out until 1 pm.'), '7ffabd9de41607fbb366c22486f6d3bb9f4125ce43fd2138103d321f8b54418b');
+  assert.equal(digest('Frühstück auf der Terrasse – 7 bis 10 Uhr; ¡Bienvenidos! 朝食'), '3eb70f95a8b9a479586e16b6a9d5e102c354e408abfdafe8a1a68e3c891f210a');
+  // A trailing no-break space (not ASCII, not a word) sends the same text down the general path.
+  const words = fc.array(fc.constantFrom('Room', 'room', 'ROOM', 'pool', 'pool2', '42', ' ', '  ', '\n', '.', "'", '-', 'x'), { maxLength: 80 }).map((w) => w.join(''));
+  fc.assert(
+    fc.property(fc.oneof(words, fc.string({ unit: 'binary-ascii', maxLength: 300 })), (text) => {
+      assert.deepEqual(embedder.embedOne(text), embedder.embedOne(`${text}\u00a0`));
+    }),
+    { seed: 20261126, numRuns: 5_000 },
+  );
+  // More distinct words than the feature table starts with.
+  const many = Array.from({ length: 3000 }, (_, i) => `w${i * 7919}`).join(' ');
+  assert.deepEqual(embedder.embedOne(many), embedder.embedOne(`${many}\u00a0`));
 });
 
 test('the OpenAI-compatible embedder: request shape, ordering by index, errors', async () => {

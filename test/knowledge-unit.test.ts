@@ -6,7 +6,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startTestApp, type TestApp } from './helpers/app.js';
-import { CHUNK_TOKENS, OVERLAP_TOKENS, chunkText, splitBlocks } from '../src/knowledge/chunker.js';
+import fc from 'fast-check';
+import { CHUNK_TOKENS, OVERLAP_TOKENS, chunkText, previewOf, splitBlocks } from '../src/knowledge/chunker.js';
 import { countTokens, encode } from '../src/knowledge/tokenizer.js';
 import { htmlToText } from '../src/knowledge/extract.js';
 import { FsBlobStore, createBlobStore } from '../src/knowledge/blob-store.js';
@@ -68,6 +69,19 @@ test('chunks: a paragraph longer than a chunk splits at sentences, a run-on text
   const unicode = await chunkText('東京の天気 '.repeat(1500));
   assert.ok(unicode.every((c) => !c.text.includes('\uFFFD')), 'windows never cut a character in half');
   assert.deepEqual(await chunkText('   \n\n  '), []);
+});
+
+test('a preview is the text on one line, cut at its limit with an ellipsis, however long the text', () => {
+  const flatten = (text: string, max: number) => {
+    const flat = text.replace(/\s+/g, ' ').trim();
+    if (!flat) return null;
+    return flat.length <= max ? flat : `${flat.slice(0, max - 1).trimEnd()}…`;
+  };
+  assert.equal(previewOf('  Rooms\n\n and   suites '), 'Rooms and suites');
+  assert.equal(previewOf(`${' \n'.repeat(5000)}Late check-out`), 'Late check-out');
+  assert.equal(previewOf('word '.repeat(1000))?.length, 200);
+  const text = fc.array(fc.oneof(fc.constantFrom(' ', '\n', '\t', '\u00a0', '   ', '\ud83d\ude00', 'ab', 'c'), fc.string()), { maxLength: 900 }).map((parts) => parts.join(''));
+  fc.assert(fc.property(text, fc.integer({ min: 1, max: 300 }), (t, max) => assert.equal(previewOf(t, max), flatten(t, max))), { seed: 20261126, numRuns: 5_000 });
 });
 
 test('HTML to text keeps headings and lists, drops scripts, styles, navigation and comments', () => {

@@ -3,7 +3,9 @@ import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { Tiktoken } from 'js-tiktoken/lite';
 import cl100k from 'js-tiktoken/ranks/cl100k_base';
-import { countTokens, encode, tokenizer } from '../src/knowledge/tokenizer.js';
+import fc from 'fast-check';
+import { asciiPieceEnd, countTokens, encode, tokenizer } from '../src/knowledge/tokenizer.js';
+import { cl100kRanks } from '../src/knowledge/tokenizer-ranks.js';
 
 /** Varied text: prose in several scripts, emoji, code, numbers, whitespace runs, special-token text, long pieces. */
 function samples(): string[] {
@@ -76,4 +78,29 @@ test('a 100k-character single piece is not quadratic (heap merge)', () => {
   const started = performance.now();
   assert.equal(countTokens('='.repeat(100_000)), encode('='.repeat(100_000)).length);
   assert.ok(performance.now() - started < 5000);
+});
+
+test('ASCII text is cut into the same pieces as the cl100k pattern cuts it, and counted the same', () => {
+  const pattern = new RegExp(cl100kRanks().pat_str, 'gu');
+  const byPattern = (text: string) => [...text.matchAll(pattern)].map((m) => m[0]);
+  const byScanner = (text: string) => {
+    const pieces: string[] = [];
+    for (let start = 0; start < text.length; ) {
+      const end = asciiPieceEnd(text, start);
+      assert.ok(end > start, 'every piece is at least one character');
+      pieces.push(text.slice(start, end));
+      start = end;
+    }
+    return pieces;
+  };
+  // Contractions in any case, letters next to punctuation, digit runs, and every kind of whitespace run.
+  const tricky = fc.constantFrom(..."aZsStTrReEvVmMlLdD09 \t\n\r\v\f.,!?-('\"_\x00\x1f\x7f", '  ', '\r\n', "'s", "'LL", "'rE", '1234', ' \n ');
+  const texts = fc.oneof(fc.array(tricky, { maxLength: 60 }).map((parts) => parts.join('')), fc.string({ unit: 'binary-ascii', maxLength: 200 }));
+  fc.assert(
+    fc.property(texts, (text) => {
+      assert.deepEqual(byScanner(text), byPattern(text), JSON.stringify(text));
+      assert.equal(countTokens(text), encode(text).length, JSON.stringify(text));
+    }),
+    { seed: 20261126, numRuns: 20_000 },
+  );
 });

@@ -166,7 +166,11 @@ export async function chunkText(text: string): Promise<Chunk[]> {
 
 /** The first characters of a text on one line, for the inventory's `preview`. */
 export function previewOf(text: string, max = 200): string | null {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  if (!flat) return null;
-  return flat.length <= max ? flat : `${flat.slice(0, max - 1).trimEnd()}…`;
+  // Only the start of the text is flattened: as much as gives more than `max` characters, or all of it.
+  for (let take = 2 * max + 64; ; take *= 2) {
+    const whole = take >= text.length;
+    const flat = (whole ? text : text.slice(0, take)).replace(/\s+/g, ' ').trim();
+    if (flat.length > max) return `${flat.slice(0, max - 1).trimEnd()}…`;
+    if (whole) return flat || null;
+  }
 }

@@ -25,6 +25,8 @@ export class BpeTokenizer {
   private readonly pairs = new Int32Array(65536).fill(NONE);
   private readonly special = new Map<number, Uint8Array>();
   private readonly pieces: RegExp;
+  /** The pattern is cl100k's, which `asciiPieceEnd` implements for ASCII text. */
+  private readonly asciiScanner: boolean;
   private readonly encoder = new TextEncoder();
   private readonly decoder = new TextDecoder('utf-8');
   private buf = new Uint8Array(1024);
@@ -33,6 +35,7 @@ export class BpeTokenizer {
 
   constructor(file: RankFile) {
     this.pieces = new RegExp(file.pat_str, 'gu');
+    this.asciiScanner = file.pat_str === CL100K_PATTERN;
     const parsed = parseRanks(file.bpe_ranks);
     this.first = parsed.first;
     this.bytes = parsed.bytes;
@@ -77,12 +80,25 @@ export class BpeTokenizer {
   /** `encode(text).length`, without building the array. */
   count(text: string): number {
     let total = 0;
-    for (const match of text.matchAll(this.pieces)) {
-      const n = this.utf8(match[0]);
-      if (n > 0) total += this.rank(this.buf, 0, n) !== NONE ? 1 : this.merge(n);
+    if (!this.asciiScanner || NON_ASCII.test(text)) {
+      for (const match of text.matchAll(this.pieces)) total += this.countPiece(this.utf8(match[0]));
+    } else {
+      for (let start = 0; start < text.length; ) {
+        const end = asciiPieceEnd(text, start);
+        if (this.buf.length < end - start) this.buf = new Uint8Array(end - start + 1024);
+        for (let k = start; k < end; k += 1) this.buf[k - start] = text.charCodeAt(k);
+        total += this.countPiece(end - start);
+        start = end;
+      }
     }
     this.shrink();
     return total;
+  }
+
+  /** Tokens of the piece whose bytes are `this.buf[0..n)`. */
+  private countPiece(n: number): number {
+    if (n === 0) return 0;
+    return this.rank(this.buf, 0, n) !== NONE ? 1 : this.merge(n);
   }
 
   /** The text of `tokens` (bytes that do not form whole UTF-8 characters become U+FFFD). */
@@ -255,6 +271,60 @@ function hash(b: Uint8Array, from: number, to: number): number {
   let h = 0x811c9dc5;
   for (let k = from; k < to; k += 1) h = Math.imul(h ^ b[k], 0x01000193);
   return h >>> 0;
+}
+
+const NON_ASCII = /[\u0080-\uffff]/;
+const CL100K_PATTERN = String.raw`('s|'S|'t|'T|'re|'rE|'Re|'RE|'ve|'vE|'Ve|'VE|'m|'M|'ll|'lL|'Ll|'LL|'d|'D)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`;
+
+/** ASCII character classes of that pattern: letter, digit, JavaScript's \s, and none of these (punctuation, controls). */
+const LETTER = 1;
+const DIGIT = 2;
+const SPACE = 3;
+const OTHER = 4;
+const ASCII_CLASS = new Uint8Array(128).map((_, c) =>
+  (c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) ? LETTER : c >= 0x30 && c <= 0x39 ? DIGIT : c === 0x20 || (c >= 0x09 && c <= 0x0d) ? SPACE : OTHER,
+);
+const CONTRACTIONS = ['s', 't', 're', 've', 'm', 'll', 'd'];
+const isNewline = (c: number) => c === 0x0a || c === 0x0d;
+
+/** The end of the run of characters of class `kind` from `from`. */
+function runEnd(text: string, from: number, kind: number): number {
+  let i = from;
+  while (i < text.length && ASCII_CLASS[text.charCodeAt(i)] === kind) i += 1;
+  return i;
+}
+
+/**
+ * Where the piece of CL100K_PATTERN that starts at `start` ends, for ASCII text: its alternatives tried in
+ * order, without a match object and a string per piece.
+ */
+export function asciiPieceEnd(text: string, start: number): number {
+  const n = text.length;
+  const c = text.charCodeAt(start);
+  const kind = ASCII_CLASS[c];
+  const next = start + 1 < n ? ASCII_CLASS[text.charCodeAt(start + 1)] : 0;
+  // 's 't 're 've 'm 'll 'd, any case
+  if (c === 0x27 && next === LETTER) {
+    for (const tail of CONTRACTIONS) {
+      if (text.slice(start + 1, start + 1 + tail.length).toLowerCase() === tail) return start + 1 + tail.length;
+    }
+  }
+  // [^\r\n\p{L}\p{N}]?\p{L}+
+  if (kind === LETTER) return runEnd(text, start, LETTER);
+  if (kind !== DIGIT && !isNewline(c) && next === LETTER) return runEnd(text, start + 1, LETTER);
+  // \p{N}{1,3}
+  if (kind === DIGIT) return Math.min(runEnd(text, start, DIGIT), start + 3);
+  // ' ?[^\s\p{L}\p{N}]+[\r\n]*'
+  if (kind === OTHER || (c === 0x20 && next === OTHER)) {
+    let end = runEnd(text, kind === OTHER ? start : start + 1, OTHER);
+    while (end < n && isNewline(text.charCodeAt(end))) end += 1;
+    return end;
+  }
+  // \s*[\r\n]+ : up to the run's last line break
+  const spaces = runEnd(text, start, SPACE);
+  for (let i = spaces - 1; i >= start; i -= 1) if (isNewline(text.charCodeAt(i))) return i + 1;
+  // \s+(?!\S) leaves the space before a word to it; \s+ is a lone space before one
+  return spaces === n || spaces - start < 2 ? spaces : spaces - 1;
 }
 
 let instance: BpeTokenizer | undefined;

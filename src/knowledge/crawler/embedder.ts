@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { loadUndici } from '../../net/undici.js';
+import { countFeatures } from './text-features.js';
 
 /** Turns chunk texts into vectors. `model` is stored with each vector: vectors of different models are never mixed. */
 export interface Embedder {
@@ -31,21 +32,12 @@ export class LocalEmbedder implements Embedder {
   }
 
   embedOne(text: string): number[] {
-    const counts = new Map<number, number>();
-    let previous = 0;
-    for (const match of text.toLowerCase().matchAll(WORD)) {
-      const word = fnv1a(match[0], FNV_OFFSET);
-      counts.set(word, (counts.get(word) ?? 0) + 1);
-      if (previous !== 0) {
-        const pair = fnv1a(match[0], previous ^ 0x5bd1e995);
-        counts.set(pair, (counts.get(pair) ?? 0) + 1);
-      }
-      previous = word || 1;
-    }
+    const counts = countFeatures(text);
     const vector = new Array<number>(this.dimensions).fill(0);
-    for (const [feature, count] of counts) {
+    for (let i = 0; i < counts.size; i += 1) {
+      const feature = counts.feature(i);
       const sign = feature & 0x80000000 ? -1 : 1;
-      vector[(feature & 0x7fffffff) % this.dimensions] += sign * (1 + Math.log(count));
+      vector[(feature & 0x7fffffff) % this.dimensions] += sign * (1 + Math.log(counts.count(i)));
     }
     const norm = Math.sqrt(vector.reduce((sum, v) => sum + v * v, 0));
     return norm > 0 ? vector.map((v) => v / norm) : vector;
@@ -122,19 +114,6 @@ export class RemoteEmbedder implements Embedder {
     if (out.filter(Boolean).length !== texts.length) throw new EmbeddingError(`embeddings endpoint returned ${data.length} vectors for ${texts.length} texts`);
     return out;
   }
-}
-
-const WORD = /[\p{L}\p{N}]+/gu;
-const FNV_OFFSET = 0x811c9dc5;
-
-/** FNV-1a (32 bit) of a string's UTF-16 code units, from `seed`. */
-function fnv1a(text: string, seed: number): number {
-  let hash = seed >>> 0;
-  for (let i = 0; i < text.length; i += 1) {
-    hash ^= text.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193);
-  }
-  return hash >>> 0;
 }
 
 /** A fingerprint of a text for "did this page change". */

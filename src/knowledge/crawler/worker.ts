@@ -8,6 +8,7 @@ import { CrawlFetcher } from './fetcher.js';
 import { registerCrawlJobs } from './job.js';
 import { registerRecrawls, scheduleRecrawls } from './recrawl.js';
 import type { JobWorker } from '../../jobs/worker.js';
+import { tokenizer } from '../tokenizer.js';
 
 /** The embedder the configuration asks for: an OpenAI-compatible endpoint when EMBEDDINGS_URL is set, else the local one. */
 export function createEmbedder(config: Pick<Config, 'embeddings'>): Embedder {
@@ -41,5 +42,12 @@ export function createCrawlWorker(runner: JobRunner, db: Db, config: Config, res
     },
   });
   registerRecrawls(runner, { db, intervalMs: crawl.recrawlCheckMs, batch: crawl.recrawlBatch });
-  return { schedule: (database, clock) => scheduleRecrawls(database, clock), close: () => fetcher.close() };
+  return {
+    async schedule(database, clock) {
+      await scheduleRecrawls(database, clock);
+      // The tokenizer's table is built once the workers run, not on the first page a crawl chunks (decisions, "Crawl CPU").
+      setImmediate(() => tokenizer());
+    },
+    close: () => fetcher.close(),
+  };
 }

@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Db } from '../../db/driver.js';
 import { newId } from '../../ids.js';
 import { LeaseLostError } from '../../jobs/runner.js';
@@ -100,6 +101,8 @@ export class SnapshotWriter {
     const chunks: Array<{ sourceId: string; seq: number; text: string; tokens: number }> = [];
     const copies: Array<{ to: string; from: string }> = [];
     for (const page of batch) {
+      // A page's chunking is a millisecond or so of CPU: the pages fetched meanwhile are taken in between.
+      await nextTurn();
       const id = newId('ks');
       // A 304 answer: the previous page as it was (its text was not downloaded again).
       const unchanged = page.unchangedFrom ? this.byId.get(page.unchangedFrom) : undefined;
