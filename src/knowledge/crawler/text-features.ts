@@ -2,6 +2,8 @@ const WORD = /[\p{L}\p{N}]+/gu;
 const FNV_OFFSET = 0x811c9dc5;
 const FNV_PRIME = 0x01000193;
 const PAIR_SEED = 0x5bd1e995;
+/** Slots of the feature table to begin with: a chunk of ~500 tokens has fewer than half as many features. */
+const SLOTS = 2048;
 
 /** FNV-1a (32 bit) of a string's UTF-16 code units, from `seed`. */
 function fnv1a(text: string, seed: number): number {
@@ -19,21 +21,27 @@ function fnv1a(text: string, seed: number): number {
  */
 class FeatureCounts {
   size = 0;
-  private keys = new Uint32Array(1024);
+  private keys = new Uint32Array(SLOTS);
   /** Index into the order + 1; 0 is an empty slot. */
-  private slots = new Int32Array(1024);
-  private order = new Uint32Array(512);
-  private counts = new Uint32Array(512);
+  private slots = new Int32Array(SLOTS);
+  private order = new Uint32Array(SLOTS / 2);
+  private counts = new Uint32Array(SLOTS / 2);
 
+  /** Empties the table; one grown for a long text goes back to its first size. */
   reset(): this {
-    this.slots.fill(0);
+    if (this.slots.length > SLOTS) {
+      this.keys = new Uint32Array(SLOTS);
+      this.slots = new Int32Array(SLOTS);
+      this.order = new Uint32Array(SLOTS / 2);
+      this.counts = new Uint32Array(SLOTS / 2);
+    } else this.slots.fill(0);
     this.size = 0;
     return this;
   }
 
   add(feature: number): void {
     let mask = this.slots.length - 1;
-    let slot = Math.imul(feature, 0x9e3779b1) >>> 0 & mask;
+    let slot = (Math.imul(feature, 0x9e3779b1) >>> 0) & mask;
     for (;;) {
       const entry = this.slots[slot];
       if (entry === 0) break;
@@ -46,7 +54,7 @@ class FeatureCounts {
     if ((this.size + 1) * 2 > this.slots.length) {
       this.grow();
       mask = this.slots.length - 1;
-      slot = Math.imul(feature, 0x9e3779b1) >>> 0 & mask;
+      slot = (Math.imul(feature, 0x9e3779b1) >>> 0) & mask;
       while (this.slots[slot] !== 0) slot = (slot + 1) & mask;
     }
     this.keys[slot] = feature;
@@ -75,7 +83,7 @@ class FeatureCounts {
     this.slots = new Int32Array(this.slots.length * 2);
     const mask = this.slots.length - 1;
     for (let i = 0; i < this.size; i += 1) {
-      let slot = Math.imul(this.order[i], 0x9e3779b1) >>> 0 & mask;
+      let slot = (Math.imul(this.order[i], 0x9e3779b1) >>> 0) & mask;
       while (this.slots[slot] !== 0) slot = (slot + 1) & mask;
       this.keys[slot] = this.order[i];
       this.slots[slot] = i + 1;

@@ -46,7 +46,13 @@ export function createCrawlWorker(runner: JobRunner, db: Db, config: Config, res
     async schedule(database, clock) {
       await scheduleRecrawls(database, clock);
       // The tokenizer's table is built once the workers run, not on the first page a crawl chunks (decisions, "Crawl CPU").
-      setImmediate(() => tokenizer());
+      setImmediate(() => {
+        try {
+          tokenizer();
+        } catch {
+          // The first chunking meets the same error, inside its job.
+        }
+      });
     },
     close: () => fetcher.close(),
   };
