@@ -1,6 +1,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { ConfigError, loadConfig } from './config.js';
 import { openDatabase } from './db/open.js';
+import { startIdleCollector } from './util/idle-collector.js';
 
 /** CLI entry: `npm start [-- --role api|worker|all]`. */
 async function main(): Promise<void> {
@@ -33,6 +34,7 @@ async function main(): Promise<void> {
     await runtime.app.ready();
   }
   if (config.role !== 'api') await runtime.startWorkers();
+  startIdleCollector({ onCollect: (pauseMs) => log.debug({ pauseMs: Math.round(pauseMs) }, 'memory collected after a burst of traffic') });
   log.info({ role: config.role, database: config.databaseUrl ? 'postgres' : 'pglite' }, 'started');
 
   let stopping = false;

@@ -237,6 +237,21 @@ test('bodies of a megabyte or more are parsed off the event loop by the same rul
   assert.equal(astral.statusCode, 201, astral.body.slice(0, 300));
 });
 
+test('the JSON parser thread cuts a string the input guard refuses for its length, and nothing else', async () => {
+  const thread = new JsonParserThread(50);
+  const caps: Array<[string, number]> = [['body.text', 1000], ['body.file.name', 10], ['body.list.0', 10], ['body.missing.deep', 1], ['body', 5]];
+  const body = { text: 'x'.repeat(5000), file: { name: 'n'.repeat(20), other: 'o'.repeat(50) }, list: ['l'.repeat(40), 'm'.repeat(40)], missing: 'flat' };
+  const parsed = (await thread.parse(Buffer.from(JSON.stringify(body)), caps)) as typeof body;
+  // One character over twice the cap: still refused by the guard, with the same words.
+  assert.equal(parsed.text, 'x'.repeat(2001));
+  assert.equal(parsed.file.name, 'n'.repeat(20), 'exactly twice the cap is left to validation, whole');
+  assert.equal(parsed.file.other, body.file.other);
+  assert.deepEqual(parsed.list, ['l'.repeat(21), 'm'.repeat(40)]);
+  assert.equal(parsed.missing, 'flat');
+  assert.deepEqual(await thread.parse(Buffer.from(JSON.stringify(body))), body, 'no caps: the body as sent');
+  assert.deepEqual(await thread.parse(Buffer.from('"just a string"'), caps), 'just a string');
+});
+
 test('the JSON parser thread stops once idle (giving its heap back) and starts again for the next big body', async () => {
   const thread = new JsonParserThread(50);
   assert.equal(thread.running, false);

@@ -145,6 +145,17 @@ function declaresBody(request: FastifyRequest): boolean {
   return schema !== undefined && (schema.body !== undefined || schema.response !== undefined);
 }
 
+/**
+ * The body's declared string caps as `[path, maxLength]` pairs, for the JSON parser thread: a string the guard is
+ * certain to refuse (over twice its cap) need not come back whole (json-body.ts). Undefined when the guard does not
+ * check this route's body.
+ */
+export function bodyLengthCaps(request: FastifyRequest): Array<[string, number]> | undefined {
+  const bodySchema = request.routeOptions.schema?.body;
+  if (!declaresBody(request) || typeof bodySchema !== 'object' || bodySchema === null) return undefined;
+  return [...capsOf(bodySchema)];
+}
+
 /** preValidation hook: the checks above, before Fastify's schema validation. */
 export function inputGuardHook(request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void {
   try {

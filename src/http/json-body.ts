@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import { errorCodes, type FastifyInstance } from 'fastify';
+import { bodyLengthCaps } from './input-guard.js';
 
 /** Bodies from this size (bytes) on are parsed off the event loop (docs/decisions.md, "Hostile input"). */
 export const OFF_THREAD_JSON_BYTES = 1024 * 1024;
@@ -11,7 +12,22 @@ const PARSE_OPTIONS = { protoAction: 'error', constructorAction: 'error' } as co
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const secureJson = require(workerData.secureJsonParse);
-parentPort.on('message', ({ id, bytes }) => {
+function shorten(body, caps) {
+  for (const [path, cap] of caps) {
+    const keys = path.split('.').slice(1);
+    if (keys.length === 0) continue;
+    let parent = body;
+    for (const key of keys.slice(0, -1)) parent = has(parent, key) ? parent[key] : undefined;
+    const last = keys[keys.length - 1];
+    if (!has(parent, last)) continue;
+    const text = parent[last];
+    if (typeof text === 'string' && text.length > 2 * cap) parent[last] = text.slice(0, 2 * cap + 1);
+  }
+}
+function has(value, key) {
+  return typeof value === 'object' && value !== null && Object.hasOwn(value, key);
+}
+parentPort.on('message', ({ id, bytes, caps }) => {
   let value;
   try {
     value = secureJson.parse(Buffer.from(bytes), workerData.options);
@@ -19,6 +35,7 @@ parentPort.on('message', ({ id, bytes }) => {
     parentPort.postMessage({ id, ok: false });
     return;
   }
+  if (caps && typeof value === 'object' && value !== null) shorten(value, caps);
   parentPort.postMessage({ id, ok: true, value });
 });
 `;
@@ -61,9 +78,12 @@ export class JsonParserThread {
 
   /**
    * Parses `body`, which is the thread's from now on: a buffer that owns its whole memory (as a request body
-   * does) is handed over without a copy, so the event loop neither decodes nor copies it.
+   * does) is handed over without a copy, so the event loop neither decodes nor copies it. `caps` are the route's
+   * string caps by path (input-guard.ts): a string over twice its cap, which the input guard refuses whatever
+   * it holds, comes back cut to one character more than that, still refused with the same words, instead of
+   * whole (a 10 MB text: 2 MB copied into the event loop's heap, not 10).
    */
-  parse(body: Buffer): Promise<unknown> {
+  parse(body: Buffer, caps?: Array<[string, number]>): Promise<unknown> {
     const thread = this.current ?? this.start();
     clearTimeout(thread.idleTimer);
     const id = this.nextId++;
@@ -71,7 +91,7 @@ export class JsonParserThread {
     const bytes = owned ? body.buffer : new Uint8Array(body).buffer;
     return new Promise((resolve, reject) => {
       thread.pending.set(id, { resolve, reject });
-      thread.worker.postMessage({ id, bytes }, [bytes]);
+      thread.worker.postMessage({ id, bytes, caps }, [bytes]);
     });
   }
 
@@ -125,7 +145,7 @@ export function registerJsonParser(app: FastifyInstance): void {
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const bytes = typeof body === 'string' ? Buffer.from(body) : body;
     if (bytes.length < OFF_THREAD_JSON_BYTES) return inline(request, bytes.toString('utf8'), done);
-    thread.parse(bytes).then(
+    thread.parse(bytes, bodyLengthCaps(request)).then(
       (value) => done(null, value),
       (error: Error) => done(error, undefined),
     );
