@@ -41,12 +41,12 @@ export interface ReusablePage {
 }
 
 /**
- * A vector as a PostgreSQL array literal of `real`s; a value that is not a finite number is stored as 0. Nine
+ * A vector as a PostgreSQL array literal of `real`s; a value that is not a finite `real` is stored as 0. Nine
  * significant digits of the value rounded to single precision read back as exactly that `real`: the literal is a
  * third shorter than the double's own digits, and stores the same numbers.
  */
 function vectorLiteral(vector: readonly number[]): string {
-  return `{${vector.map((x) => (x === 0 || !Number.isFinite(x) ? '0' : Math.fround(x).toPrecision(9))).join(',')}}`;
+  return `{${vector.map((x) => (Number.isFinite(Math.fround(x)) && x !== 0 ? Math.fround(x).toPrecision(9) : '0')).join(',')}}`;
 }
 
 /**
