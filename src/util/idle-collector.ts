@@ -63,6 +63,8 @@ export function startIdleCollector(options: Partial<IdleCollectorOptions> = {}):
     burst = false;
     again = !again;
     baseline = external();
+    // The collection's own time is not traffic: the next interval starts after it.
+    last = performance.eventLoopUtilization();
   }, checkMs);
   timer.unref();
   return () => clearInterval(timer);
