@@ -5,7 +5,7 @@ import { mkdirSync } from 'node:fs';
 import type { PGlite } from '@electric-sql/pglite';
 import type { Db, Tx } from './interface.js';
 import { BUILT_TEMPLATE_DIR, seedFromTemplate } from './pglite-template.js';
-import { LocalSignals, TxHandle, finishCommit } from './tx-handle.js';
+import { LocalSignals, TxHandle, finishCommit, notifyChannelName } from './tx-handle.js';
 
 /**
  * Marks code running inside a transaction callback. Using the Db itself there (instead of the tx) would
@@ -77,7 +77,7 @@ class PgliteDb implements Db {
 
   /** PGlite has one process: its listeners are woken by `wake`, the name only keeps SQL the same on both drivers. */
   notifyName(channel: string): string {
-    return `${this.schema}.${channel}`;
+    return notifyChannelName(this.schema, channel);
   }
 
   wake(channel: string): void {

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { Db, PoolUse, QueryOptions, Tx } from './interface.js';
 import { epochMsOfTimestamptz } from './timestamp.js';
-import { LocalSignals, TxHandle, finishCommit } from './tx-handle.js';
+import { LocalSignals, TxHandle, finishCommit, notifyChannelName } from './tx-handle.js';
 
 // int8 (count(*), bigserial) as JS numbers on both drivers: our counters stay far below 2^53.
 pg.types.setTypeParser(20, (value: string) => Number(value));
@@ -118,7 +118,7 @@ class PostgresDb implements Db {
   }
 
   notifyName(channel: string): string {
-    return `${this.schema}.${channel}`;
+    return notifyChannelName(this.schema, channel);
   }
 
   wake(channel: string): void {

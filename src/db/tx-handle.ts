@@ -45,3 +45,8 @@ export function finishCommit(tx: TxHandle, signals: LocalSignals): void {
     }
   }
 }
+
+/** The `pg_notify` channel of a wake-up channel: per schema, so that databases sharing a server do not wake each other. */
+export function notifyChannelName(schema: string, channel: string): string {
+  return `${schema}.${channel}`;
+}
