@@ -124,6 +124,52 @@ test('one Idempotency-Key on two different replies at once: one is sent, the oth
   assert.equal(requests, 1);
 });
 
+test('replies that arrive together are written together, each with its own answer, and each is sent', async () => {
+  const w = await world('whatsapp');
+  const open = await inbound(app, w.tenantId, w.channelId, { phone: phone() });
+  const other = await inbound(app, w.tenantId, w.channelId, { phone: phone() });
+  const late = await app.admin<{ conversationId: string }>('POST', `/tenants/${w.tenantId}/inbound-messages`, {
+    channelId: w.channelId, contact: { phone: phone() }, text: 'old', receivedAt: new Date(Date.now() - 25 * HOUR).toISOString(),
+  });
+  const optedOut = await inbound(app, w.tenantId, w.channelId, { phone: phone() });
+  await app.admin('PATCH', `/tenants/${w.tenantId}/contacts/${optedOut.contactId}`, { optedOut: true });
+  const before = await written(w.tenantId);
+
+  // Sixteen at once: a group's replies are refused or accepted one by one, and a key used twice in it is a replay or a 409.
+  const cases: Array<{ conversationId: string; text: string; key: string; status: number; reason?: string }> = [
+    ...Array.from({ length: 6 }, (_, i) => ({ conversationId: i % 2 ? open.conversationId : other.conversationId, text: `hello ${i}`, key: `group-${i}`, status: 202 })),
+    { conversationId: late.conversationId, text: 'late', key: 'group-late', status: 409, reason: 'outside_customer_service_window' },
+    { conversationId: optedOut.conversationId, text: 'hi', key: 'group-out', status: 409, reason: 'recipient_opted_out' },
+    { conversationId: open.conversationId, text: 'twice', key: 'group-twice', status: 202 },
+    { conversationId: open.conversationId, text: 'twice', key: 'group-twice', status: 202 },
+    { conversationId: other.conversationId, text: 'clash one', key: 'group-clash', status: 202 },
+    { conversationId: other.conversationId, text: 'clash two', key: 'group-clash', status: 409 },
+    ...Array.from({ length: 4 }, (_, i) => ({ conversationId: open.conversationId, text: `more ${i}`, key: `group-more-${i}`, status: 202 })),
+  ];
+  const results = await Promise.all(cases.map((c) => reply(w.key, c.conversationId, { text: c.text }, c.key)));
+  // The first of a clashing pair is whichever was written first: compare the pair as a set.
+  const statuses = results.map((res) => res.statusCode);
+  assert.deepEqual([statuses[10], statuses[11]].sort(), [202, 409], results[10].body + results[11].body);
+  for (const [i, c] of cases.entries()) {
+    if (c.key === 'group-clash') continue;
+    assert.equal(statuses[i], c.status, `${c.key}: ${results[i].body}`);
+    if (c.reason) assert.equal(errorOf(results[i], 409, 'M2M_CONFLICT').reason, c.reason);
+  }
+  errorOf(results[statuses[10] === 409 ? 10 : 11], 409, 'M2M_IDEMPOTENCY_CONFLICT');
+  assert.equal(results[8].json().messageId, results[9].json().messageId, 'the same key and body: one message');
+  assert.equal([results[8], results[9]].filter((res) => res.headers['idempotent-replayed'] === 'true').length, 1);
+
+  const accepted = new Set(results.filter((res) => res.statusCode === 202).map((res) => res.json().messageId as string));
+  assert.equal(accepted.size, 12, 'six, four more, one of twice, one of the clash');
+  const after = await written(w.tenantId);
+  assert.equal(after.messages - before.messages, 12);
+  assert.equal(after.requests - before.requests, 12);
+  // Each accepted reply is sent by the workers (whose dispatch starts and acceptances are grouped too), and announced once.
+  await eventually(async () => (await events(w.tenantId, 'message.delivery.updated')).filter((e) => e.status === 'sent').length === 12, 10_000, '12 sends');
+  const created = (await events(w.tenantId, 'message.created')).filter((e) => e.direction === 'outbound');
+  assert.deepEqual(new Set(created.map((e) => e.messageId)), accepted);
+});
+
 test('messages page newest first with a cursor bound to the direction filter', async () => {
   const w = await world('webchat');
   const handle = `pager-${++seq}`;

@@ -40,30 +40,17 @@ export const jobRepo = {
   /**
    * Leases up to `limit` jobs of these tasks, never one of `running` (this worker's own): expired leases first,
    * then due jobs oldest first. Each side is an ordered index scan that stops at `limit`, so a claim costs
-   * the same with a backlog of ten jobs or of a million.
+   * the same with a backlog of ten jobs or of a million (jobs_claim, migration 0022, makes sure of the plan).
    */
   claim(db: Queryable, claim: { workerId: string; leaseUntil: Date; now: Date; tasks: string[]; limit: number; running: number[] }): Promise<JobRow[]> {
-    return db.query<JobRow>(
-      `WITH expired AS (
-         SELECT id FROM jobs
-         WHERE state = 'running' AND locked_until < $3 AND task = ANY($4::text[])
-           -- never re-take a job this worker is still running (a stalled event loop can outlive the lease)
-           AND NOT (id = ANY ($6::bigint[]))
-         ORDER BY locked_until, id
-         LIMIT $5
-         FOR UPDATE SKIP LOCKED
-       ), due AS (
-         SELECT id FROM jobs
-         WHERE state = 'queued' AND run_at <= $3 AND task = ANY($4::text[])
-         ORDER BY run_at, id
-         LIMIT $5
-         FOR UPDATE SKIP LOCKED
-       )
-       UPDATE jobs SET state = 'running', locked_by = $1, locked_until = $2, attempts = attempts + 1, updated_at = $3
-       WHERE id IN (SELECT id FROM (SELECT id, 0 AS side FROM expired UNION ALL SELECT id, 1 FROM due) picked ORDER BY side LIMIT $5)
-       RETURNING id, task, tenant_id, payload, attempts, max_attempts`,
-      [claim.workerId, claim.leaseUntil, claim.now, claim.tasks, claim.limit, claim.running],
-    );
+    return db.query<JobRow>('SELECT * FROM jobs_claim($1, $2, $3, $4::text[], $5, $6::bigint[])', [
+      claim.workerId,
+      claim.leaseUntil,
+      claim.now,
+      claim.tasks,
+      claim.limit,
+      claim.running,
+    ]);
   },
 
   /** Hands leases back: the jobs are queued again at once. */

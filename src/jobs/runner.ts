@@ -28,6 +28,13 @@ export interface JobContext {
    * worker has taken the job over, this throws and the transaction rolls back.
    */
   completeIn(tx: Tx): Promise<void>;
+  /**
+   * For a handler that completes the job in a statement of its own, fenced by the lease as completeIn is
+   * (`id = lease.jobId AND locked_by = lease.workerId AND state = 'running'`): the lease, and `completed()` to
+   * call once that statement did complete the job.
+   */
+  lease: { jobId: number; workerId: string };
+  completed(): void;
 }
 
 export type TaskHandler<T extends string = string> = (job: ClaimedJob<T>, ctx: JobContext) => Promise<void>;
@@ -153,6 +160,10 @@ export class JobRunner {
         signal: controller.signal,
         completeIn: async (tx) => {
           await this.completeIn(tx, job.id);
+          completedInTx = true;
+        },
+        lease: { jobId: job.id, workerId: this.workerId },
+        completed: () => {
           completedInTx = true;
         },
       });

@@ -27,7 +27,9 @@ export interface OutboundMessage {
   event_write_scope: string;
 }
 
+/** One reply of conversation_replies (migration 0022): its message and its Idempotency-Key's claim. */
 export interface ReplyClaim {
+  message: OutboundMessage;
   /** The channel's free-form window in hours; null when it has none. */
   windowHours: number | null;
   operation: string;
@@ -38,9 +40,12 @@ export interface ReplyClaim {
   expiresAt: Date;
   /** An in-progress claim of an earlier version locked before this belongs to a crashed request. */
   staleBefore: Date;
-  /** pg_notify channel names that wake the send workers and the webhook dispatchers. */
-  jobsChannel: string;
-  webhooksChannel: string;
+}
+
+/** pg_notify channel names that wake the send workers and the webhook dispatchers. */
+export interface WakeChannels {
+  jobs: string;
+  webhooks: string;
 }
 
 export type ReplyOutcome =
@@ -50,6 +55,7 @@ export type ReplyOutcome =
   | { outcome: 'refused'; channel_available: boolean; contact_opted_out: boolean; last_inbound: Date | null };
 
 interface ReplyRow {
+  ordinal: number;
   outcome: ReplyOutcome['outcome'];
   stored_hash: string | null;
   stored_state: IdempotencyKeyRow['state'] | null;
@@ -68,14 +74,10 @@ export const outboundRepo = {
     return rows[0];
   },
 
-  /** A reply in one statement committed on its own (conversation_reply): see the function for the outcomes. */
-  async reply(db: Queryable, message: OutboundMessage, claim: ReplyClaim): Promise<ReplyOutcome> {
-    const rows = await db.query<ReplyRow>(
-      `SELECT * FROM conversation_reply(p_message => $1::jsonb, p_window_hours => $2, p_operation => $3, p_key => $4, p_request_hash => $5,
-         p_response_body => $6::jsonb, p_expires_at => $7, p_stale_before => $8, p_jobs_channel => $9, p_webhooks_channel => $10)`,
-      [JSON.stringify(message), claim.windowHours, claim.operation, claim.key, claim.requestHash, JSON.stringify(claim.response), claim.expiresAt, claim.staleBefore, claim.jobsChannel, claim.webhooksChannel],
-    );
-    return toOutcome(rows[0]);
+  /** Replies in one statement committed on its own (conversation_replies): one outcome per claim, in their order. */
+  async replies(db: Queryable, claims: readonly ReplyClaim[], wake: WakeChannels): Promise<ReplyOutcome[]> {
+    const rows = await db.query<ReplyRow>('SELECT * FROM conversation_replies($1::jsonb, $2, $3)', [JSON.stringify(claims), wake.jobs, wake.webhooks]);
+    return rows.sort((a, b) => a.ordinal - b.ordinal).map(toOutcome);
   },
 };
 

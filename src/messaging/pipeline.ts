@@ -1,11 +1,17 @@
 import { noWorkCounters, type WorkCounters } from '../metrics/counters.js';
 import type { Db } from '../db/driver.js';
-import type { ClaimedJob, JobContext, JobRunner } from '../jobs/runner.js';
-import { messageRequestRepo } from './repo.js';
+import { isDatabaseUnavailable } from '../db/unavailable.js';
+import { LeaseLostError, type ClaimedJob, type JobContext, type JobRunner } from '../jobs/runner.js';
+import { GroupCommit } from '../util/group-commit.js';
+import { WEBHOOKS_CHANNEL, eventRecord } from '../webhooks/events.js';
+import { messageRequestRepo, type AcceptedOutcome, type AcceptedSend, type DispatchRow, type DispatchStart } from './repo.js';
 import { SEND_TASK } from './outbound.js';
 import { moveStatus } from './status.js';
 import { ProviderError, type ChannelProvider } from './providers/types.js';
 import type { JobWorker } from '../jobs/worker.js';
+
+/** Dispatch starts, and accepted sends, written together at most, and groups of each written at once (docs/decisions.md, "Replies and sends in groups"). */
+const SEND_GROUP = { maxGroup: 32, maxInFlight: 2 };
 
 /**
  * The send job. The provider call is bracketed: `dispatching_at` is committed before the call, and the
@@ -18,11 +24,15 @@ import type { JobWorker } from '../jobs/worker.js';
 export function registerSendPipeline(runner: JobRunner, deps: { db: Db; provider: ChannelProvider; counters?: WorkCounters }): JobWorker {
   const { db, provider } = deps;
   const counters = deps.counters ?? noWorkCounters;
+  const webhooksChannel = db.notifyName(WEBHOOKS_CHANNEL);
+  const inGroups = { ...SEND_GROUP, retryAlone: (error: unknown) => !isDatabaseUnavailable(error) };
+  const dispatches = new GroupCommit<DispatchStart, DispatchRow | undefined>((starts) => messageRequestRepo.startDispatches(db, starts), inGroups);
+  const acceptances = new GroupCommit<AcceptedSend, AcceptedOutcome>((sends) => messageRequestRepo.recordSendsAccepted(db, sends, webhooksChannel), inGroups);
   runner.register(SEND_TASK, async (job: ClaimedJob<typeof SEND_TASK>, ctx: JobContext) => {
     const { requestEventId } = job.payload;
     const tenantId = job.tenantId ?? '';
-    // The usual case in one statement: a request still to be sent is marked as being sent, read with its sender.
-    const row = await messageRequestRepo.startDispatch(db, tenantId, requestEventId, ctx.clock.now());
+    // The usual case: a request still to be sent is marked as being sent and read with its sender, in one statement with the sends starting meanwhile.
+    const row = await dispatches.submit({ tenantId, id: requestEventId, at: ctx.clock.now() });
     if (!row) {
       await settleUndispatchable(db, tenantId, requestEventId, ctx, counters);
       return;
@@ -40,12 +50,29 @@ export function registerSendPipeline(runner: JobRunner, deps: { db: Db; provider
         },
         ctx.signal,
       );
-      await db.transaction(async (tx) => {
-        const recorded = await messageRequestRepo.recordAccepted(tx, tenantId, row.id, accepted.providerMessageId, ctx.clock.now());
-        if (!recorded) throw new Error(`message request ${row.id} disappeared during its send`);
-        await moveStatus(tx, ctx.clock.now(), recorded, 'sent');
-        await ctx.completeIn(tx);
+      const now = ctx.clock.now();
+      const event = eventRecord(now, tenantId, 'message.delivery.updated', {
+        requestEventId: row.id,
+        status: 'sent',
+        replyId: row.reply_id,
+        conversationId: row.conversation_id,
+        providerMessageId: accepted.providerMessageId,
       });
+      const recorded = await acceptances.submit({
+        tenantId,
+        requestId: row.id,
+        providerMessageId: accepted.providerMessageId,
+        at: now,
+        ...ctx.lease,
+        eventId: event.eventId,
+        eventBody: event.body,
+        eventReadScope: event.readScope,
+        eventWriteScope: event.writeScope,
+      });
+      if (recorded.outcome === 'missing') throw new Error(`message request ${row.id} disappeared during its send`);
+      if (recorded.outcome === 'lease_lost') throw new LeaseLostError(job.id);
+      ctx.completed();
+      if (recorded.deliveries > 0) db.wake(WEBHOOKS_CHANNEL);
       counters.sendOutcome('sent');
       ctx.log.info({ requestEventId, providerMessageId: accepted.providerMessageId }, 'message accepted by the provider');
     } catch (error) {

@@ -4,6 +4,7 @@ import type { Ctx } from '../context.js';
 import type { Db } from '../db/driver.js';
 import type { ConversationParams } from '../conversations/schema.js';
 import type { ReplyAccepted, ReplyBody } from '../conversations/message-schema.js';
+import { isDatabaseUnavailable } from '../db/unavailable.js';
 import { DomainError, conflict, invalid, notFound } from '../errors.js';
 import { answerTaken, keyLifetime, requestHash, type StoredResponse } from '../http/idempotency.js';
 import { JOBS_CHANNEL } from '../jobs/queue.js';
@@ -11,7 +12,8 @@ import { WEBHOOKS_CHANNEL } from '../webhooks/events.js';
 import { REPLY_WINDOW_HOURS, replyWindowRefusal } from './channel-rules.js';
 import { ConversationChannels, type ConversationChannel } from './conversation-channels.js';
 import type { OutboundQueue } from './outbound.js';
-import { outboundRepo, type ReplyOutcome } from './outbound-repo.js';
+import { GroupCommit } from '../util/group-commit.js';
+import { outboundRepo, type ReplyClaim, type ReplyOutcome } from './outbound-repo.js';
 
 type ReplyInput = Static<typeof ConversationParams> & Static<typeof ReplyBody> & { idempotencyKey: string };
 type Accepted = Static<typeof ReplyAccepted>;
@@ -19,22 +21,31 @@ type Accepted = Static<typeof ReplyAccepted>;
 const OPERATION = 'conversations.reply';
 /** Conversations whose channel a node remembers (docs/decisions.md, "Replies in one statement"). */
 const REMEMBERED_CONVERSATIONS = 10_000;
+/** Replies written together at most, and groups written at once (docs/decisions.md, "Replies in groups"). */
+const REPLY_GROUP = { maxGroup: 32, maxInFlight: 2 };
 
 /** A plain-text reply inside a conversation, through the same outbound pipeline as a conversation start. */
 export class ReplyService {
   private readonly channels: ConversationChannels;
+  private readonly writes: GroupCommit<ReplyClaim, ReplyOutcome>;
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
     private readonly outbound: OutboundQueue,
   ) {
     this.channels = new ConversationChannels(db, REMEMBERED_CONVERSATIONS);
+    const wake = { jobs: db.notifyName(JOBS_CHANNEL), webhooks: db.notifyName(WEBHOOKS_CHANNEL) };
+    this.writes = new GroupCommit((claims) => outboundRepo.replies(db, claims, wake), {
+      ...REPLY_GROUP,
+      retryAlone: (error) => !isDatabaseUnavailable(error),
+    });
   }
 
   /**
-   * One statement committed on its own (conversation_reply, migration 0021): the Idempotency-Key's earlier use,
-   * the channel's rules under the conversation's lock, then the message, its request, the send job,
-   * message.created and the stored response. A refusal writes nothing and leaves the key free.
+   * Written by conversation_replies (migration 0022), together with the replies that arrive meanwhile, in one
+   * statement committed on its own: the Idempotency-Key's earlier use, the channel's rules under the
+   * conversation's lock, then the message, its request, the send job, message.created and the stored response.
+   * A refusal writes nothing and leaves the key free.
    */
   async reply(ctx: Ctx, { idempotencyKey, conversationId, text }: ReplyInput): Promise<StoredResponse<Accepted>> {
     if (!text.trim()) throw invalid('body.text', 'must contain a non-space character');
@@ -44,15 +55,14 @@ export class ReplyService {
     const message = this.outbound.prepare(now, { tenantId, conversationId, channelId: channel.channelId, channelKind: channel.kind, recipientPhone: null, text });
     const accepted: Accepted = { conversationId, messageId: message.message_id, replyId: message.message_id, requestEventId: message.request_id };
     const hash = requestHash({ conversationId, text });
-    const result = await outboundRepo.reply(this.db, message, {
+    const result = await this.writes.submit({
+      message,
       windowHours: REPLY_WINDOW_HOURS[channel.kind],
       operation: OPERATION,
       key: idempotencyKey,
       requestHash: hash,
       response: accepted,
       ...keyLifetime(now),
-      jobsChannel: this.db.notifyName(JOBS_CHANNEL),
-      webhooksChannel: this.db.notifyName(WEBHOOKS_CHANNEL),
     });
     switch (result.outcome) {
       case 'queued':
@@ -70,7 +80,7 @@ export class ReplyService {
   }
 }
 
-/** Why conversation_reply refused: the channel's rules, in the order they are checked. */
+/** Why conversation_replies refused: the channel's rules, in the order they are checked. */
 function refusal(channel: ConversationChannel, facts: Extract<ReplyOutcome, { outcome: 'refused' }>, now: Date): DomainError {
   if (!facts.channel_available) {
     return new DomainError('M2M_INVALID_REQUEST', 'the conversation channel is not available for sending', {
@@ -80,6 +90,6 @@ function refusal(channel: ConversationChannel, facts: Extract<ReplyOutcome, { ou
   }
   if (facts.contact_opted_out) return conflict('the contact has opted out', { reason: 'recipient_opted_out' });
   const outsideWindow = replyWindowRefusal(channel.kind, facts.last_inbound, now);
-  if (!outsideWindow) throw new Error('conversation_reply refused a reply that the channel rules allow');
+  if (!outsideWindow) throw new Error('conversation_replies refused a reply that the channel rules allow');
   return outsideWindow;
 }

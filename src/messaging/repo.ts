@@ -26,6 +26,36 @@ export interface MessageRequestRow {
   updated_at: Date;
 }
 
+/** A message request whose send job is about to call the provider. */
+export interface DispatchStart {
+  tenantId: string;
+  id: string;
+  at: Date;
+}
+
+export type DispatchRow = MessageRequestRow & { sender_ref: string | null };
+
+/** A send the provider accepted, as message_sends_accepted (migration 0022) records it. */
+export interface AcceptedSend {
+  tenantId: string;
+  requestId: string;
+  providerMessageId: string;
+  at: Date;
+  /** The send job's lease: the job succeeds only while this worker holds it. */
+  jobId: number;
+  workerId: string;
+  /** message.delivery.updated (status sent), emitted when the request moves from queued. */
+  eventId: string;
+  eventBody: string;
+  eventReadScope: string;
+  eventWriteScope: string;
+}
+
+export interface AcceptedOutcome {
+  outcome: 'sent' | 'unchanged' | 'missing' | 'lease_lost';
+  deliveries: number;
+}
+
 export const messageRequestRepo = {
   async get(db: Queryable, tenantId: string, id: string, lock = false): Promise<MessageRequestRow | undefined> {
     return (await db.query<MessageRequestRow>(`SELECT * FROM message_requests WHERE tenant_id = $1 AND id = $2${lock ? ' FOR NO KEY UPDATE' : ''}`, [tenantId, id]))[0];
@@ -54,14 +84,27 @@ export const messageRequestRepo = {
    * started, and returns it with its channel's sender id; undefined when the request is not in that state. Run
    * on its own (committed before the call), so that a crash leaves evidence.
    */
-  async startDispatch(db: Queryable, tenantId: string, id: string, now: Date): Promise<(MessageRequestRow & { sender_ref: string | null }) | undefined> {
-    const rows = await db.query<MessageRequestRow & { sender_ref: string | null }>(
-      `UPDATE message_requests r SET dispatching_at = $3, dispatch_attempts = r.dispatch_attempts + 1, updated_at = $3
-       WHERE r.tenant_id = $1 AND r.id = $2 AND r.status = 'queued' AND r.provider_message_id IS NULL AND r.dispatching_at IS NULL
+  /**
+   * Marks requests still to be sent as being sent, in one statement, and reads them with their sender: one row
+   * per request, in their order, undefined for one that may not be dispatched (or named twice: its second time).
+   * Arrays, not a JSON document: the planner sizes unnest() by its arrays and so looks each request up by its key
+   * (a JSON document is planned as 100 rows, a hash join over the whole table: 5 ms a call at 9,000 requests).
+   */
+  async startDispatches(db: Queryable, requests: readonly DispatchStart[]): Promise<Array<DispatchRow | undefined>> {
+    const rows = await db.query<DispatchRow>(
+      `UPDATE message_requests r SET dispatching_at = d.at, dispatch_attempts = r.dispatch_attempts + 1, updated_at = d.at
+       FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS d(tenant_id, id, at)
+       WHERE r.tenant_id = d.tenant_id AND r.id = d.id AND r.status = 'queued' AND r.provider_message_id IS NULL AND r.dispatching_at IS NULL
        RETURNING r.*, (SELECT c.provider_ref FROM channels c WHERE c.id = r.channel_id AND c.tenant_id = r.tenant_id) AS sender_ref`,
-      [tenantId, id, now],
+      [requests.map((r) => r.tenantId), requests.map((r) => r.id), requests.map((r) => r.at)],
     );
-    return rows[0];
+    const byId = new Map(rows.map((row) => [`${row.tenant_id}/${row.id}`, row]));
+    return requests.map(({ tenantId, id }) => {
+      const key = `${tenantId}/${id}`;
+      const row = byId.get(key);
+      byId.delete(key);
+      return row;
+    });
   },
 
   async noteUnknownOutcome(db: Queryable, tenantId: string, id: string, now: Date): Promise<void> {
@@ -72,14 +115,13 @@ export const messageRequestRepo = {
     ]);
   },
 
-  /** Records the provider's id for the request (locking its row for the rest of the transaction) and returns the row. */
-  async recordAccepted(db: Queryable, tenantId: string, id: string, providerMessageId: string, now: Date): Promise<MessageRequestRow | undefined> {
-    const rows = await db.query<MessageRequestRow>(
-      `UPDATE message_requests SET provider_message_id = $2, dispatching_at = NULL, error_code = NULL, error_message = NULL, updated_at = $3
-       WHERE id = $1 AND tenant_id = $4 RETURNING *`,
-      [id, providerMessageId, now, tenantId],
+  /** Sends the provider accepted, in one statement (message_sends_accepted): one outcome per send, in their order. */
+  async recordSendsAccepted(db: Queryable, sends: readonly AcceptedSend[], webhooksChannel: string): Promise<AcceptedOutcome[]> {
+    const rows = await db.query<{ ordinal: number; outcome: AcceptedOutcome['outcome']; deliveries: number }>(
+      'SELECT * FROM message_sends_accepted($1::jsonb, $2)',
+      [JSON.stringify(sends), webhooksChannel],
     );
-    return rows[0];
+    return rows.sort((a, b) => a.ordinal - b.ordinal).map(({ outcome, deliveries }) => ({ outcome, deliveries }));
   },
 
   async recordDispatchError(db: Queryable, tenantId: string, id: string, error: { code: string; message: string }, now: Date): Promise<void> {
