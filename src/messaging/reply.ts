@@ -8,11 +8,11 @@ import { isDatabaseUnavailable } from '../db/unavailable.js';
 import { DomainError, conflict, invalid, notFound } from '../errors.js';
 import { answerTaken, keyLifetime, requestHash, type StoredResponse } from '../http/idempotency.js';
 import { JOBS_CHANNEL } from '../jobs/queue.js';
+import { GroupCommit } from '../util/group-commit.js';
 import { WEBHOOKS_CHANNEL } from '../webhooks/events.js';
 import { REPLY_WINDOW_HOURS, replyWindowRefusal } from './channel-rules.js';
 import { ConversationChannels, type ConversationChannel } from './conversation-channels.js';
 import type { OutboundQueue } from './outbound.js';
-import { GroupCommit } from '../util/group-commit.js';
 import { outboundRepo, type ReplyClaim, type ReplyOutcome } from './outbound-repo.js';
 
 type ReplyInput = Static<typeof ConversationParams> & Static<typeof ReplyBody> & { idempotencyKey: string };
@@ -21,7 +21,7 @@ type Accepted = Static<typeof ReplyAccepted>;
 const OPERATION = 'conversations.reply';
 /** Conversations whose channel a node remembers (docs/decisions.md, "Replies in one statement"). */
 const REMEMBERED_CONVERSATIONS = 10_000;
-/** Replies written together at most, and groups written at once (docs/decisions.md, "Replies in groups"). */
+/** Replies written together at most, and groups written at once (docs/decisions.md, "Replies and sends in groups"). */
 const REPLY_GROUP = { maxGroup: 32, maxInFlight: 2 };
 
 /** A plain-text reply inside a conversation, through the same outbound pipeline as a conversation start. */

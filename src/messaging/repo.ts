@@ -80,15 +80,12 @@ export const messageRequestRepo = {
   },
 
   /**
-   * Marks the provider call of a request that is still to be sent (queued, no provider id, no call under way) as
-   * started, and returns it with its channel's sender id; undefined when the request is not in that state. Run
-   * on its own (committed before the call), so that a crash leaves evidence.
-   */
-  /**
-   * Marks requests still to be sent as being sent, in one statement, and reads them with their sender: one row
-   * per request, in their order, undefined for one that may not be dispatched (or named twice: its second time).
-   * Arrays, not a JSON document: the planner sizes unnest() by its arrays and so looks each request up by its key
-   * (a JSON document is planned as 100 rows, a hash join over the whole table: 5 ms a call at 9,000 requests).
+   * Marks the provider call of requests that are still to be sent (queued, no provider id, no call under way) as
+   * started, in one statement committed before the calls (so that a crash leaves evidence), and returns them with
+   * their channel's sender id: one row per request, in their order, undefined for one not in that state (or named
+   * twice: its second time). Arrays, not a JSON document: the planner sizes unnest() by its arrays and so looks
+   * each request up by its key (a JSON document is planned as 100 rows and hash-joined with the whole table: 5 ms
+   * a call at 9,000 requests).
    */
   async startDispatches(db: Queryable, requests: readonly DispatchStart[]): Promise<Array<DispatchRow | undefined>> {
     const rows = await db.query<DispatchRow>(

@@ -143,9 +143,11 @@ END
 $$;
 
 -- The job claim (src/jobs/job-repo.ts) as a function, so that it is always planned as the ordered index scans
--- that stop at the limit, once per connection (plpgsql keeps the plan; a SQL function plans it on every call). During a burst the planner's statistics of `jobs` lag behind (autovacuum analyses a
--- minute later) and it chose a bitmap scan of every due job and a sort: 2.4 ms a claim with a few thousand
--- queued, 51 ms with 28,000, against 0.07 ms for the index scan. The indexes now match the claim's order exactly.
+-- that stop at the limit, once per connection (plpgsql keeps the plan; a SQL function plans it on every call).
+-- During a burst the planner's statistics of `jobs` lag behind (autovacuum analyses a minute later) and it chose
+-- a bitmap scan of every due job and a sort: 2.4 ms a claim with a few thousand queued, 51 ms with 28,000,
+-- against 0.07 ms for the index scan. JIT is off because the disabled plans' cost would switch it on (~0.45 s).
+-- The indexes now match the claim's order exactly.
 CREATE INDEX jobs_due_order ON jobs (run_at, id) WHERE state = 'queued';
 DROP INDEX jobs_due;
 CREATE INDEX jobs_leased_order ON jobs (locked_until, id) WHERE state = 'running';
