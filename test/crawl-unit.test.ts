@@ -1,7 +1,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { gzipSync } from 'node:zlib';
+import { brotliCompressSync, gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { checkCrawlUrl, cleanUrl, pageKey, pathOf, siteOf } from '../src/knowledge/crawler/url.js';
 import { extractPage } from '../src/knowledge/crawler/extract.js';
@@ -89,6 +89,30 @@ test('robots.txt: groups for our agent, longest match, Allow wins ties, Crawl-de
   assert.equal(forbidden.kind, 'allow_all');
   site.routes['/robots.txt'] = { status: 500, body: 'no' };
   assert.equal((await loadRobots(site.origin, { fetcher: f, allowPrivate: true, agentToken: 'm2m-knowledge-crawler', maxDelayMs: 0 })).kind, 'disallow_all');
+});
+
+test('page bodies: plain, gzip and brotli are decoded; over maxBytes is too_large; a corrupt encoding is no answer', async () => {
+  const site = await startSite({});
+  closers.push(() => site.close());
+  const text = `<p>${'Habitación doble con vistas al mar. '.repeat(60)}</p>`;
+  const htmlType = { 'content-type': 'text/html; charset=utf-8' };
+  site.routes['/plain'] = { headers: htmlType, body: text };
+  site.routes['/gzip'] = { headers: { ...htmlType, 'content-encoding': 'gzip' }, body: gzipSync(text) };
+  site.routes['/br'] = { headers: { ...htmlType, 'content-encoding': 'br' }, body: brotliCompressSync(text) };
+  site.routes['/big'] = { headers: htmlType, body: 'x'.repeat(4097) };
+  site.routes['/bomb'] = { headers: { ...htmlType, 'content-encoding': 'gzip' }, body: gzipSync('y'.repeat(100_000)) };
+  site.routes['/corrupt'] = { headers: { ...htmlType, 'content-encoding': 'gzip' }, body: Buffer.from('this is not gzip at all') };
+  const f = new CrawlFetcher({ allowPrivate: true, timeoutMs: 2000, maxBytes: 4096, userAgent: 'm2m-knowledge-crawler/1.0', connections: 2 });
+  closers.push(() => f.close());
+  const get = (path: string) => f.get(new URL(path, site.origin), (type) => type.startsWith('text/html'), 'text/html');
+  assert.ok(Buffer.byteLength(text) < 4096);
+  for (const path of ['/plain', '/gzip', '/br']) assert.equal((await get(path)).body?.toString('utf8'), text, path);
+  for (const path of ['/big', '/bomb']) {
+    await assert.rejects(get(path), (error: unknown) => error instanceof CrawlFetchError && error.code === 'too_large', path);
+  }
+  await assert.rejects(get('/corrupt'), (error: unknown) => error instanceof CrawlFetchError && error.code === 'connection' && /could not be decoded/.test(error.message));
+  // The fetcher is still usable after refusals (their connections were given up, not left half-read).
+  assert.equal((await get('/plain')).body?.toString('utf8'), text);
 });
 
 test('sitemaps: url sets, indexes and gzip files, same site only', async () => {
