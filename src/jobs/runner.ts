@@ -152,7 +152,7 @@ export class JobRunner {
     const controller = new AbortController();
     this.running.set(job.id, controller);
     const heartbeat = setInterval(() => void this.extendLease(job.id), Math.max(this.leaseMs / 3, 10));
-    let completedInTx = false;
+    let jobCompleted = false;
     try {
       await handler(job, {
         clock: this.clock,
@@ -160,14 +160,14 @@ export class JobRunner {
         signal: controller.signal,
         completeIn: async (tx) => {
           await this.completeIn(tx, job.id);
-          completedInTx = true;
+          jobCompleted = true;
         },
         lease: { jobId: job.id, workerId: this.workerId },
         completed: () => {
-          completedInTx = true;
+          jobCompleted = true;
         },
       });
-      if (!completedInTx) await this.finish(job, 'succeeded');
+      if (!jobCompleted) await this.finish(job, 'succeeded');
       log.debug('job succeeded');
     } catch (error) {
       if (controller.signal.aborted) return; // shutting down: stop() releases the lease
