@@ -27,6 +27,8 @@ export interface Config {
   /** How long a resolved API key may be served from memory (0: never); key changes clear it at once. */
   apiKeyCacheTtlMs: number;
   jobPollIntervalMs: number;
+  /** On SIGTERM, how long running jobs and webhook attempts may take to finish before they are ended and handed back. */
+  shutdownGraceMs: number;
   logLevel: string;
   channelProvider: 'sandbox' | 'whatsapp';
   whatsapp: {
@@ -221,6 +223,7 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
     rateLimitBurst: int(env, 'RATE_LIMIT_BURST', 100, 1, 1_000_000),
     apiKeyCacheTtlMs: int(env, 'API_KEY_CACHE_TTL_MS', 10_000, 0, 300_000),
     jobPollIntervalMs: int(env, 'JOB_POLL_INTERVAL_MS', 1000, 10, 60_000),
+    shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 300_000),
     logLevel: env.LOG_LEVEL || 'info',
     channelProvider: channelProvider(env),
     whatsapp: {

@@ -3,6 +3,9 @@ import { ConfigError, loadConfig } from './config.js';
 import { openDatabase } from './db/open.js';
 import { startIdleCollector } from './util/idle-collector.js';
 
+/** What closing takes besides the grace of running work (connections, pools), at most. */
+const SHUTDOWN_SLACK_MS = 10_000;
+
 /** CLI entry: `npm start [-- --role api|worker|all]`. */
 async function main(): Promise<void> {
   let config;
@@ -42,8 +45,14 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'shutting down');
+    // A part that still hangs past the grace and the slack is named, and the process ends anyway (its leases
+    // expire and other nodes take the work over).
+    setTimeout(() => {
+      log.error({ waitingOn: runtime.closing }, 'shutdown did not finish in time; exiting');
+      process.exit(1);
+    }, config.shutdownGraceMs + SHUTDOWN_SLACK_MS).unref();
     runtime
-      .close()
+      .close(config.shutdownGraceMs)
       .then(() => process.exit(0))
       .catch((error: unknown) => {
         log.error({ err: error }, 'shutdown failed');

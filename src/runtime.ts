@@ -36,6 +36,8 @@ export interface Runtime {
   startWorkers(): Promise<void>;
   /** Graceful stop: no new requests or claims, running work finishes or releases its lease, pool closed. */
   close(graceMs?: number): Promise<void>;
+  /** The parts `close` is waiting on (for the log of a shutdown that does not finish). */
+  readonly closing: readonly string[];
 }
 
 /** Where logs go: a terminal gets readable lines, anything else (a file, a pipe, a log collector) JSON lines. */
@@ -128,6 +130,12 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   });
   const metricsServer = metrics && config.metricsPort !== undefined ? await startMetricsServer(metrics, config.host, config.metricsPort, log) : undefined;
   let workersStarted = false;
+  const closing = new Set<string>();
+  const closeStep = async (name: string, work: () => unknown) => {
+    closing.add(name);
+    await work();
+    closing.delete(name);
+  };
   return {
     services,
     app,
@@ -140,15 +148,20 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       await runner.start();
       await dispatcher.start();
     },
+    get closing() {
+      return [...closing];
+    },
     async close(graceMs = 10_000) {
-      await app.close();
-      await metricsServer?.close();
-      await limiter.close();
+      await closeStep('http server', () => app.close());
+      await closeStep('metrics server', () => metricsServer?.close());
+      await closeStep('rate limiter', () => limiter.close());
       services.apiKeys.stop();
-      if (workersStarted) await Promise.all([runner.stop(graceMs), dispatcher.stop(graceMs)]);
-      for (const worker of workers) await worker.close?.();
-      await services.blobs.close?.();
-      await db.close();
+      if (workersStarted) {
+        await Promise.all([closeStep('job runner', () => runner.stop(graceMs)), closeStep('webhook dispatcher', () => dispatcher.stop(graceMs))]);
+      }
+      await closeStep('job workers', () => Promise.all(workers.map((worker) => worker.close?.())));
+      await closeStep('blob store', () => services.blobs.close?.());
+      await closeStep('database', () => db.close());
     },
   };
 }

@@ -56,7 +56,7 @@ describe('Prometheus metrics on METRICS_PORT', () => {
   });
 
   async function scrape(): Promise<string> {
-    const response = await request(metricsUrl);
+    const response = await request(metricsUrl, { headersTimeout: 30_000, bodyTimeout: 30_000 });
     assert.equal(response.statusCode, 200);
     assert.match(String(response.headers['content-type']), /^text\/plain; version=0\.0\.4/);
     return response.body.text();

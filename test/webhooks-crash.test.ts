@@ -123,3 +123,73 @@ describe('webhook delivery survives a server crash', () => {
     t.diagnostic(`${seenAtKill} of ${EVENTS} events had arrived at the kill; ${receiver.received.length} requests in all`);
   });
 });
+
+describe('webhook delivery across a graceful stop', () => {
+  let database: Awaited<ReturnType<typeof sharedDatabase>>;
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  const servers: ServerProcess[] = [];
+
+  before(async () => {
+    database = await sharedDatabase();
+    // The first request is never answered; later ones are.
+    receiver = await startReceiver((_req, res) => {
+      if (receiver.received.length > 1) res.writeHead(200).end('ok');
+    });
+  });
+
+  after(async () => {
+    await Promise.all(servers.map((server) => server.kill('SIGKILL')));
+    await receiver?.close();
+    await database?.drop();
+  });
+
+  test('SIGTERM while an attempt hangs: exit 0 after the grace, the delivery handed back unrecorded, the next node delivers it', { timeout: 120_000 }, async () => {
+    const port = await freePort();
+    const env = {
+      ...inheritedEnv(),
+      ...database.env,
+      ADMIN_TOKEN,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      UNSAFE_ALLOW_PRIVATE_DESTINATIONS: 'true',
+      LOG_LEVEL: 'warn',
+      JOB_POLL_INTERVAL_MS: '100',
+      // The attempt would outlast the grace and the 10 s the stop allows besides: exit 0 means it was ended.
+      WEBHOOK_ATTEMPT_TIMEOUT_MS: '60000',
+      SHUTDOWN_GRACE_MS: '300',
+    };
+    const first = new ServerProcess(env, `http://127.0.0.1:${port}`, ADMIN_TOKEN);
+    servers.push(first);
+    await first.ready();
+    const tenant = await first.ok<{ tenantId: string }>('POST', '/admin/v1/tenants', { name: 'Graceful Hotel' });
+    const { key } = await first.ok<{ key: string }>('POST', `/admin/v1/tenants/${tenant.tenantId}/api-keys`, { name: 'stop', scopes: FULL_WEBHOOK_SCOPES });
+    const subscription = await first.ok<{ subscriptionId: string }>('POST', '/m2m/v1/webhooks', { url: receiver.url, events: ['message.created'] }, key);
+    const { eventId } = await first.ok<{ eventId: string }>('POST', `/admin/v1/tenants/${tenant.tenantId}/webhook-events`, {
+      type: 'message.created',
+      data: { messageId: 'msg_stop', conversationId: 'conv_1', direction: 'inbound', channel: 'whatsapp' },
+    });
+    await eventually(async () => receiver.received.length === 1, 30_000, 'the attempt to reach the receiver');
+
+    await first.kill('SIGTERM'); // throws unless the exit code is 0
+
+    const second = new ServerProcess(env, `http://127.0.0.1:${port}`, ADMIN_TOKEN);
+    servers.push(second);
+    await second.ready();
+    const delivered = await eventually(
+      async () => {
+        const page = await second.ok<{ deliveries: Array<{ eventId: string; status: string; attempts: number }> }>(
+          'GET',
+          `/m2m/v1/webhooks/${subscription.subscriptionId}/deliveries`,
+          undefined,
+          key,
+        );
+        return page.deliveries[0]?.status === 'delivered' ? page.deliveries[0] : undefined;
+      },
+      30_000,
+      'the handed-back delivery to be delivered by the next node',
+    );
+    assert.equal(delivered.eventId, eventId);
+    assert.equal(delivered.attempts, 1, 'the ended attempt is not counted');
+    assert.deepEqual(receiver.eventIds(), [eventId, eventId]);
+  });
+});

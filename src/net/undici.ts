@@ -35,4 +35,9 @@ export class LazyGuardedAgent {
   async close(): Promise<void> {
     await (await this.made)?.close();
   }
+
+  /** Like close, but ends the requests in flight instead of waiting for them. */
+  async destroy(): Promise<void> {
+    await (await this.made)?.destroy();
+  }
 }

@@ -62,6 +62,10 @@ export class WebhookDispatcher {
   private readonly slots: HostSlots;
   /** Attempts claimed but never sent because the dispatcher stopped: their leases are handed back. */
   private readonly unsent: string[] = [];
+  /** Attempts whose request is in flight. */
+  private readonly sending = new Set<string>();
+  /** Set when stop's grace ran out: requests still in flight are ended and their deliveries handed back. */
+  private abandoned = false;
   private readonly secrets = new Map<string, string>();
   private readonly leaseMs: number;
   private readonly outcomes: OutcomeWriter;
@@ -108,20 +112,27 @@ export class WebhookDispatcher {
   }
 
   /**
-   * Stops claiming and lets in-flight attempts finish; unfinished ones are retried after their lease. Attempts
-   * still waiting for a request slot are not sent: their leases are handed back at once.
+   * Stops claiming and lets in-flight attempts finish for `graceMs`. Attempts still waiting for a request slot
+   * are not sent, and requests still in flight after the grace are ended without an outcome: the leases of
+   * both are handed back, so the next claim (of any node) attempts them again.
    */
   async stop(graceMs = 10_000): Promise<void> {
     this.unlisten?.();
     clearTimeout(this.pacedWake);
     this.slots.close();
-    await this.loop.stop(graceMs);
-    if (this.unsent.length > 0) {
-      await dispatchRepo
-        .handBack(this.db, this.workerId, this.unsent.splice(0))
-        .catch((error: unknown) => this.log.error({ err: error }, 'could not hand back unsent webhook deliveries'));
+    const left = await this.loop.stop(graceMs);
+    const handBack = this.unsent.splice(0);
+    if (left > 0) {
+      this.abandoned = true;
+      handBack.push(...this.sending);
     }
-    await this.client.close();
+    if (handBack.length > 0) {
+      await dispatchRepo
+        .handBack(this.db, this.workerId, handBack)
+        .catch((error: unknown) => this.log.error({ err: error }, 'could not hand back webhook deliveries'));
+      this.log.info({ deliveries: handBack.length }, 'handed back webhook deliveries not attempted before the stop');
+    }
+    await (this.abandoned ? this.client.destroy() : this.client.close());
   }
 
   /**
@@ -224,8 +235,11 @@ export class WebhookDispatcher {
       return;
     }
     const startedAt = this.clock.now();
+    this.sending.add(row.id);
     const result = await this.send(row, startedAt, log);
+    this.sending.delete(row.id);
     release(true);
+    if (this.abandoned) return;
     await this.record(row, startedAt, result);
     const fields = { httpStatus: result.httpStatus, failureCode: result.failureCode, durationMs: Math.round(result.durationMs) };
     if (result.ok) log.debug(fields, 'webhook delivered');

@@ -140,6 +140,11 @@ export class WebhookHttpClient {
     await this.agent.close();
   }
 
+  /** Ends every request in flight at once (each ends as a failed attempt). */
+  async destroy(): Promise<void> {
+    await this.agent.destroy();
+  }
+
   private buildHeaders(headers: Record<string, string>): Record<string, string> {
     const out: Record<string, string> = {};
     for (const [name, value] of Object.entries(headers)) out[name.toLowerCase()] = value;

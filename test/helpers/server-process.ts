@@ -28,7 +28,8 @@ export const SOURCE_ENTRY = ['--import', 'tsx', 'src/main.ts'];
 /** One run of the real server (`src/main.ts`) in a child process, with its own HTTP connection pool (a killed server leaves dead sockets). */
 export class ServerProcess {
   readonly child: ChildProcess;
-  readonly agent = new Agent({ keepAliveTimeout: 1_000, connections: 16 });
+  /** A request the server never answers fails after a minute, naming itself, instead of timing the whole file out. */
+  readonly agent = new Agent({ keepAliveTimeout: 1_000, connections: 16, headersTimeout: 60_000 });
   output = '';
 
   constructor(
@@ -83,11 +84,13 @@ export class ServerProcess {
     );
   }
 
+  /** Stops the server; any signal but SIGKILL asks for a graceful stop, which must end with exit code 0. */
   async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
     if (!this.exited) {
-      const exited = new Promise((resolve) => this.child.once('exit', resolve));
+      const exited = new Promise<number | null>((resolve) => this.child.once('exit', (code) => resolve(code)));
       this.child.kill(signal);
-      await exited;
+      const code = await exited;
+      if (signal !== 'SIGKILL' && code !== 0) throw new Error(`the server did not stop cleanly on ${signal} (exit code ${code}):\n${this.output}`);
     }
     await this.agent.destroy().catch(() => undefined);
   }
