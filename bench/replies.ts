@@ -6,8 +6,10 @@
  *
  * World: one tenant, a webchat channel (no customer-service window, so no reply is refused), 256 conversations
  * opened by real inbound messages (replies rotate over them, as an automatic replier's would), and one
- * conversation given 10,000 messages by direct SQL, then VACUUM ANALYZE. The server runs with `--role all`
- * so its workers send the replies (sandbox provider) while the load runs.
+ * conversation given 10,000 messages by direct SQL, then VACUUM ANALYZE. An API node (`--role api`) serves the
+ * read and the first reply load alone: the target compares the reply's write transaction with the read. A worker
+ * node (`--role worker`, sandbox provider) then drains the sends, and the reply load runs again while it sends
+ * them (both nodes on the same cores); the later phases run with both nodes.
  */
 import autocannon, { type Options, type RequestData } from 'autocannon';
 import type { Timing } from './api.js';
@@ -27,13 +29,26 @@ export interface RepliesLoad {
 
 export interface RepliesResult {
   read: RepliesLoad;
+  /** The API node alone: the sends stay queued. */
   replies: RepliesLoad;
-  /** Reply 202/s ÷ GET /conversations/{id} req/s. */
+  /** Reply 202/s ÷ GET /conversations/{id} req/s, the API node alone. */
   ratio: number;
-  /** The sends the throughput run left queued, drained by the workers before the next phases. */
-  drain: { queued: number; seconds: number; perSecond: number; left: number };
+  /** The sends the first reply load left queued, drained by the worker node once started. */
+  drain: Drain;
+  /** While the worker node sends them. */
+  repliesWhileSending: RepliesLoad;
+  ratioWhileSending: number;
+  /** What the second reply load left queued, drained before the next phases. */
+  drainAfterSending: Drain;
   messagesList: RepliesLoad;
   paced: { rate: number; sent: number; queuedToSentP50Ms: number; queuedToSentP99Ms: number; unsent: number };
+}
+
+interface Drain {
+  queued: number;
+  seconds: number;
+  perSecond: number;
+  left: number;
 }
 
 const CONVERSATIONS = 256;
@@ -63,9 +78,10 @@ export async function runReplies(postgresUrl: string, timing: Timing): Promise<R
   const schema = newSchema(postgresUrl);
   const dbEnv = { DATABASE_URL: postgresUrl, DATABASE_SCHEMA: schema };
   let server: Server | undefined;
+  let worker: Server | undefined;
   try {
-    log('replies/postgres: starting server (--role all, sandbox provider)');
-    server = await startServer('replies-postgres', 'all', dbEnv);
+    log('replies/postgres: starting an API node (--role api)');
+    server = await startServer('replies-postgres', 'api', dbEnv);
     const base = server.baseUrl;
     const { tenantId } = await call<{ tenantId: string }>(base, 'POST', '/admin/v1/tenants', { body: { name: 'Bench Replies Hotel' } });
     const { key } = await call<{ key: string }>(base, 'POST', `/admin/v1/tenants/${tenantId}/api-keys`, { body: { name: 'bench', scopes: ['conversations:write', 'messages:read'] } });
@@ -91,39 +107,50 @@ export async function runReplies(postgresUrl: string, timing: Timing): Promise<R
     const auth = { authorization: `Bearer ${key}` };
     const read = await load('GET /conversations/{id}', server, { url: `${base}/m2m/v1/conversations/${conversations[1]}`, connections: 32, headers: auth }, timing);
     let next = 0;
-    const replies = await load(
-      'POST /conversations/{id}/messages',
-      server,
-      {
-        url: base,
-        connections: 32,
-        idReplacement: true,
-        requests: [
-          {
-            method: 'POST',
-            headers: { ...auth, 'content-type': 'application/json', 'idempotency-key': 'bench-[<id>]' },
-            body: JSON.stringify({ text: 'Thanks, we will answer shortly.' }),
-            setupRequest: (request: RequestData) => ({ ...request, path: `/m2m/v1/conversations/${conversations[1 + (next++ % (CONVERSATIONS - 1))]}/messages` }),
-          },
-        ],
-      },
-      timing,
-    );
+    const replyLoad = (what: string, node: Server) =>
+      load(
+        what,
+        node,
+        {
+          url: base,
+          connections: 32,
+          idReplacement: true,
+          requests: [
+            {
+              method: 'POST',
+              headers: { ...auth, 'content-type': 'application/json', 'idempotency-key': 'bench-[<id>]' },
+              body: JSON.stringify({ text: 'Thanks, we will answer shortly.' }),
+              setupRequest: (request: RequestData) => ({ ...request, path: `/m2m/v1/conversations/${conversations[1 + (next++ % (CONVERSATIONS - 1))]}/messages` }),
+            },
+          ],
+        },
+        timing,
+      );
+    const replies = await replyLoad('POST /conversations/{id}/messages', server);
 
-    // The throughput run leaves its sends queued: the workers (same process) drain them before the next
-    // phases, which would otherwise measure the drain as much as themselves. The drain rate is reported.
+    // The first reply load leaves its sends queued: the worker node drains them (the rate is reported), then
+    // the load runs again while it sends, and what that leaves is drained before the next phases, which would
+    // otherwise measure the drain as much as themselves.
     const backlog = async () =>
       withPg(postgresUrl, async (client) => (await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${schema}.message_requests WHERE status = 'queued'`)).rows[0].n);
-    const drainStarted = Date.now();
-    const queuedAfterReplies = await backlog();
-    let queuedLeft = queuedAfterReplies;
-    while (queuedLeft > 0 && Date.now() - drainStarted < 120_000) {
-      await sleep(250);
-      queuedLeft = await backlog();
-    }
-    const drainS = (Date.now() - drainStarted) / 1000;
-    const drain = { queued: queuedAfterReplies, seconds: round(drainS, 1), perSecond: round((queuedAfterReplies - queuedLeft) / drainS), left: queuedLeft };
-    log(`replies: drained ${fmt(drain.queued - drain.left)} queued sends in ${drain.seconds} s (${fmt(drain.perSecond)}/s, ${drain.left} left)`);
+    const drained = async (): Promise<Drain> => {
+      const drainStarted = Date.now();
+      const queued = await backlog();
+      let left = queued;
+      while (left > 0 && Date.now() - drainStarted < 120_000) {
+        await sleep(250);
+        left = await backlog();
+      }
+      const seconds = (Date.now() - drainStarted) / 1000;
+      const drain = { queued, seconds: round(seconds, 1), perSecond: round((queued - left) / seconds), left };
+      log(`replies: drained ${fmt(drain.queued - drain.left)} queued sends in ${drain.seconds} s (${fmt(drain.perSecond)}/s, ${drain.left} left)`);
+      return drain;
+    };
+    log('replies/postgres: starting a worker node (--role worker, sandbox provider)');
+    worker = await startServer('replies-worker', 'worker', dbEnv);
+    const drain = await drained();
+    const repliesWhileSending = await replyLoad('POST /conversations/{id}/messages, a worker node sending', server);
+    const drainAfterSending = await drained();
 
     const messagesList = await load('GET /conversations/{id}/messages (10,000 messages)', server, { url: `${base}/m2m/v1/conversations/${long}/messages`, connections: 16, headers: auth }, timing);
 
@@ -156,10 +183,25 @@ export async function runReplies(postgresUrl: string, timing: Timing): Promise<R
       unsent: latencies.length - sent.length,
     };
     log(`replies: queued→sent at ${PACED_RATE}/s: p50 ${paced.queuedToSentP50Ms} ms, p99 ${paced.queuedToSentP99Ms} ms (${paced.sent} sent, ${paced.unsent} still queued)`);
-    return { read, replies, ratio: round(replies.rps / read.rps, 3), drain, messagesList, paced };
+    return {
+      read,
+      replies,
+      ratio: round(replies.rps / read.rps, 3),
+      drain,
+      repliesWhileSending,
+      ratioWhileSending: round(repliesWhileSending.rps / read.rps, 3),
+      drainAfterSending,
+      messagesList,
+      paced,
+    };
   } finally {
     await stopChild(server?.child);
+    await stopChild(worker?.child);
   }
+}
+
+function drainRow(drain: Drain, what: string): string[] {
+  return [`send backlog drained (${fmt(drain.queued)} queued, ${what})`, '', fmt(drain.perSecond), `${drain.seconds} s`, '', '', fmt(drain.left), ''];
 }
 
 export function printReplies(result: RepliesResult | undefined): void {
@@ -168,7 +210,9 @@ export function printReplies(result: RepliesResult | undefined): void {
   printTable('Scenario 7 — replies on PostgreSQL', ['route', 'conns', 'req/s', 'p50', 'p99', 'non-2xx', 'errors', 'target'], [
     row(result.read, ''),
     row(result.replies, `${fmt(result.ratio, 3)}× the read (≥ 0.5×)`),
-    [`send backlog drained (${fmt(result.drain.queued)} queued)`, '', fmt(result.drain.perSecond), `${result.drain.seconds} s`, '', '', fmt(result.drain.left), ''],
+    drainRow(result.drain, 'the worker node started'),
+    row(result.repliesWhileSending, `${fmt(result.ratioWhileSending, 3)}× the read`),
+    drainRow(result.drainAfterSending, 'left by the row above'),
     row(result.messagesList, 'p99 < 20 ms'),
     [`queued→sent at ${result.paced.rate}/s`, '', fmt(result.paced.sent), `${result.paced.queuedToSentP50Ms} ms`, `${result.paced.queuedToSentP99Ms} ms`, '', fmt(result.paced.unsent), 'p99 < 250 ms'],
   ]);
