@@ -12,6 +12,21 @@ import { FULL_WEBHOOK_SCOPES, gate } from './fixtures/webhooks.js';
 const ADMIN_TOKEN = 'crash-test-admin-token';
 const EVENTS = 200;
 
+/** A server on `port` of the test's database, delivering to private addresses (the receiver), polling often. */
+function serverEnv(database: { env: Record<string, string> }, port: number, more: Record<string, string>): NodeJS.ProcessEnv {
+  return {
+    ...inheritedEnv(),
+    ...database.env,
+    ADMIN_TOKEN,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    UNSAFE_ALLOW_PRIVATE_DESTINATIONS: 'true',
+    LOG_LEVEL: 'warn',
+    JOB_POLL_INTERVAL_MS: '100',
+    ...more,
+  };
+}
+
 describe('webhook delivery survives a server crash', () => {
   let database: Awaited<ReturnType<typeof sharedDatabase>>;
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
@@ -35,20 +50,12 @@ describe('webhook delivery survives a server crash', () => {
     });
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
-    env = {
-      ...inheritedEnv(),
-      ...database.env,
-      ADMIN_TOKEN,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      UNSAFE_ALLOW_PRIVATE_DESTINATIONS: 'true',
-      LOG_LEVEL: 'warn',
-      JOB_POLL_INTERVAL_MS: '100',
+    env = serverEnv(database, port, {
       WEBHOOK_ATTEMPT_TIMEOUT_MS: '2000',
       WEBHOOK_RETRY_DELAYS_MS: '50,50,50,50,50,50',
       // Two concurrent attempts at the receiver keep the burst in progress long enough to kill the server in it.
       WEBHOOK_MAX_IN_FLIGHT_PER_HOST: '2',
-    };
+    });
   });
 
   after(async () => {
@@ -145,19 +152,11 @@ describe('webhook delivery across a graceful stop', () => {
 
   test('SIGTERM while an attempt hangs: exit 0 after the grace, the delivery handed back unrecorded, the next node delivers it', { timeout: 120_000 }, async () => {
     const port = await freePort();
-    const env = {
-      ...inheritedEnv(),
-      ...database.env,
-      ADMIN_TOKEN,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      UNSAFE_ALLOW_PRIVATE_DESTINATIONS: 'true',
-      LOG_LEVEL: 'warn',
-      JOB_POLL_INTERVAL_MS: '100',
+    const env = serverEnv(database, port, {
       // The attempt would outlast the grace and the 10 s the stop allows besides: exit 0 means it was ended.
       WEBHOOK_ATTEMPT_TIMEOUT_MS: '60000',
       SHUTDOWN_GRACE_MS: '300',
-    };
+    });
     const first = new ServerProcess(env, `http://127.0.0.1:${port}`, ADMIN_TOKEN);
     servers.push(first);
     await first.ready();
