@@ -140,7 +140,7 @@ export class WebhookHttpClient {
     await this.agent.close();
   }
 
-  /** Ends every request in flight at once (each ends as a failed attempt). */
+  /** Ends every request in flight at once (each fails with a connection error). */
   async destroy(): Promise<void> {
     await this.agent.destroy();
   }

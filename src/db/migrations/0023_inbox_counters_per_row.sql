@@ -2,7 +2,8 @@
 -- statement trigger with transition tables (0011). Most conversation updates change no count (a reply's last
 -- activity, a preview, a contact copy), yet the statement trigger captured every updated row and ran its query
 -- on every statement: a reply's conversation update took 0.49 ms with it and 0.30 ms without any update
--- trigger (docs/decisions.md, "Inbox counters on update"). The WHEN condition is checked by the executor without calling any function.
+-- trigger (docs/decisions.md, "Inbox counters on update"). The column list and the WHEN condition are checked
+-- by the executor, without calling the function.
 --
 -- Inserts and deletes keep their statement triggers (one aggregated upsert per statement). An update that
 -- changes the counts of many conversations now upserts per row; every such update of the code is of one
