@@ -31,6 +31,10 @@ test('URL normalisation: fragment, tracking parameters, host case, default port,
   assert.equal(key('http://hotel.example:80/'), 'http://hotel.example/');
   assert.equal(key('https://hotel.example/rooms?utm_medium=mail'), 'https://hotel.example/rooms');
   assert.equal(cleanUrl(new URL('https://hotel.example/rooms/?utm_x=1#a')).href, 'https://hotel.example/rooms/', 'requests keep the slash the site uses');
+  // An empty fragment has an empty `hash` but is still in the URL.
+  assert.equal(key('https://hotel.example/rooms#'), 'https://hotel.example/rooms');
+  assert.equal(checkCrawlUrl('https://hotel.example/rooms#', false).href, 'https://hotel.example/rooms');
+  assert.equal(checkCrawlUrl('https://hotel.example/rooms', false).href, 'https://hotel.example/rooms');
   assert.equal(siteOf(new URL('https://www.hotel.example/x')), siteOf(new URL('http://hotel.example/')));
   assert.notEqual(siteOf(new URL('https://blog.hotel.example/')), siteOf(new URL('https://hotel.example/')));
   assert.notEqual(siteOf(new URL('http://127.0.0.1:81/')), siteOf(new URL('http://127.0.0.1:82/')));

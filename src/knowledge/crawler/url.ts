@@ -27,7 +27,8 @@ export function checkCrawlUrl(raw: string | URL, allowPrivate: boolean): URL {
   } catch {
     throw new CrawlUrlError('must be a valid absolute URL');
   }
-  url.hash = '';
+  // The setter parses the URL again, and most links have no fragment (an empty one, "…#", has an empty `hash`).
+  if (url.href.includes('#')) url.hash = '';
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new CrawlUrlError('must use http or https');
   if (url.username !== '' || url.password !== '') throw new CrawlUrlError('must not contain credentials');
   if (url.hostname === '') throw new CrawlUrlError('must have a host');
@@ -48,7 +49,7 @@ export function checkCrawlUrl(raw: string | URL, allowPrivate: boolean): URL {
  */
 export function cleanUrl(url: URL): URL {
   const out = new URL(url.href);
-  out.hash = '';
+  if (out.href.includes('#')) out.hash = '';
   if (out.search) {
     const kept = [...out.searchParams].filter(([name]) => !TRACKING.test(name));
     kept.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
