@@ -86,12 +86,15 @@ export class ServerProcess {
 
   /** Stops the server; any signal but SIGKILL asks for a graceful stop, which must end with exit code 0. */
   async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
-    if (!this.exited) {
-      const exited = new Promise<number | null>((resolve) => this.child.once('exit', (code) => resolve(code)));
-      this.child.kill(signal);
-      const code = await exited;
-      if (signal !== 'SIGKILL' && code !== 0) throw new Error(`the server did not stop cleanly on ${signal} (exit code ${code}):\n${this.output}`);
+    try {
+      if (!this.exited) {
+        const exited = new Promise<number | null>((resolve) => this.child.once('exit', (code) => resolve(code)));
+        this.child.kill(signal);
+        const code = await exited;
+        if (signal !== 'SIGKILL' && code !== 0) throw new Error(`the server did not stop cleanly on ${signal} (exit code ${code}):\n${this.output}`);
+      }
+    } finally {
+      await this.agent.destroy().catch(() => undefined);
     }
-    await this.agent.destroy().catch(() => undefined);
   }
 }
