@@ -127,10 +127,10 @@ export class WebhookDispatcher {
       handBack.push(...this.sending);
     }
     if (handBack.length > 0) {
-      await dispatchRepo
-        .handBack(this.db, this.workerId, handBack)
-        .catch((error: unknown) => this.log.error({ err: error }, 'could not hand back webhook deliveries'));
-      this.log.info({ deliveries: handBack.length }, 'handed back webhook deliveries not attempted before the stop');
+      await dispatchRepo.handBack(this.db, this.workerId, handBack).then(
+        () => this.log.info({ deliveries: handBack.length }, 'handed back webhook deliveries not attempted before the stop'),
+        (error: unknown) => this.log.error({ err: error }, 'could not hand back webhook deliveries'),
+      );
     }
     await (this.abandoned ? this.client.destroy() : this.client.close());
   }

@@ -14,6 +14,11 @@ export class CrawlUrlError extends Error {
   }
 }
 
+/** Removes the fragment. The setter parses the URL again, so it runs only when there is one ("…#" has an empty `hash`). */
+function dropFragment(url: URL): void {
+  if (url.href.includes('#')) url.hash = '';
+}
+
 /**
  * Parses and checks a URL the crawler may request. Always: http or https, a host, no credentials, at most
  * 2048 characters. With private destinations refused (the default): only the default port of the scheme
@@ -27,8 +32,7 @@ export function checkCrawlUrl(raw: string | URL, allowPrivate: boolean): URL {
   } catch {
     throw new CrawlUrlError('must be a valid absolute URL');
   }
-  // The setter parses the URL again, and most links have no fragment (an empty one, "…#", has an empty `hash`).
-  if (url.href.includes('#')) url.hash = '';
+  dropFragment(url);
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new CrawlUrlError('must use http or https');
   if (url.username !== '' || url.password !== '') throw new CrawlUrlError('must not contain credentials');
   if (url.hostname === '') throw new CrawlUrlError('must have a host');
@@ -49,7 +53,7 @@ export function checkCrawlUrl(raw: string | URL, allowPrivate: boolean): URL {
  */
 export function cleanUrl(url: URL): URL {
   const out = new URL(url.href);
-  if (out.href.includes('#')) out.hash = '';
+  dropFragment(out);
   if (out.search) {
     const kept = [...out.searchParams].filter(([name]) => !TRACKING.test(name));
     kept.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
