@@ -11,7 +11,8 @@ import { CrawlFetcher, CrawlFetchError } from '../src/knowledge/crawler/fetcher.
 import { loadRobots } from '../src/knowledge/crawler/robots.js';
 import { lastmodMs, parseSitemap, sitemapUrls } from '../src/knowledge/crawler/sitemap.js';
 import { HostGate } from '../src/knowledge/crawler/gate.js';
-import { startSite } from './fixtures/site/server.js';
+import { SiteCrawler, type PreviousPage } from '../src/knowledge/crawler/crawler.js';
+import { html, page, prose, startSite } from './fixtures/site/server.js';
 import { startReceiver } from './helpers/receiver.js';
 
 const closers: Array<() => Promise<void>> = [];
@@ -265,4 +266,50 @@ test('the host gate: at most `limit` at once; with a delay one at a time, spaced
   const starts: number[] = [];
   await Promise.all(Array.from({ length: 3 }, () => spaced.run(async () => void starts.push(Date.now()))));
   assert.ok(starts[1] - starts[0] >= 55 && starts[2] - starts[1] >= 55, String(starts.map((s) => s - starts[0])));
+});
+
+test('a first crawl requests the root while the sitemap is read; a recrawl and a Crawl-delay host wait for it', async () => {
+  const SITEMAP_DELAY_MS = 400;
+  const site = await startSite({});
+  closers.push(() => site.close());
+  let sitemapAskedAt = 0;
+  let rootAskedAt = 0;
+  const setRoutes = (robots: string) => {
+    site.routes = {
+      '/robots.txt': { body: robots },
+      '/sitemap.xml': () => {
+        sitemapAskedAt = Date.now();
+        return { headers: { 'content-type': 'application/xml' }, body: `<urlset><url><loc>${site.origin}/listed</loc></url></urlset>`, delayMs: SITEMAP_DELAY_MS };
+      },
+      '/': () => {
+        rootAskedAt = Date.now();
+        return html(page('Home', prose('Home'), ['/linked']));
+      },
+      '/listed': html(page('Listed', prose('Listed'))),
+      '/linked': html(page('Linked', prose('Linked'))),
+    };
+  };
+  const crawl = async (previous?: Map<string, PreviousPage>) => {
+    const fetcher = new CrawlFetcher({ allowPrivate: true, timeoutMs: 5000, maxBytes: 1 << 20, userAgent: 'm2m-knowledge-crawler/1.0', connections: 4 });
+    closers.push(() => fetcher.close());
+    const crawler = new SiteCrawler(
+      { root: new URL(`${site.origin}/`), crawlDepth: 2, maxPages: 10, rules: [], defaultEnabled: true, previous },
+      { fetcher, allowPrivate: true, agentToken: 'm2m-knowledge-crawler', concurrencyPerHost: 4, maxDelayMs: 50, maxBytes: 1 << 20, deadlineMs: 30_000 },
+    );
+    const stored: string[] = [];
+    await crawler.run(async (p) => void stored.push(new URL(p.url).pathname));
+    return stored;
+  };
+
+  setRoutes('User-agent: *\nAllow: /\n');
+  assert.deepEqual(await crawl(), ['/', '/listed', '/linked'], 'queue order: the root, the sitemap, then links');
+  assert.ok(rootAskedAt - sitemapAskedAt < SITEMAP_DELAY_MS, `the root was asked for ${rootAskedAt - sitemapAskedAt} ms after the sitemap, before its answer`);
+
+  const previous = new Map<string, PreviousPage>([[`${site.origin}/`, { id: 'p1', canonicalKey: `${site.origin}/`, links: [], etag: '"x"' }]]);
+  await crawl(previous);
+  assert.ok(rootAskedAt - sitemapAskedAt >= SITEMAP_DELAY_MS, 'a recrawl reads the sitemap first (its lastmods may carry pages over)');
+
+  setRoutes('User-agent: *\nCrawl-delay: 1\n');
+  await crawl();
+  assert.ok(rootAskedAt - sitemapAskedAt >= SITEMAP_DELAY_MS, 'a host that asks for one request at a time gets one');
 });

@@ -4,8 +4,8 @@ import { HostGate } from './gate.js';
 import { fetchPage, type Item, type PageFailure, type PageResult, type PreviousPage } from './page-fetch.js';
 import { loadRobots, type RobotsPolicy } from './robots.js';
 import { isEnabled, requiredUrls } from './selection.js';
-import { sitemapUrls } from './sitemap.js';
-import { checkCrawlUrl, cleanUrl, pageKey, pathOf, resolveLink, siteOf } from './url.js';
+import { sitemapUrls, type ListedUrl } from './sitemap.js';
+import { checkCrawlUrl, checkedCleanUrl, cleanPageKey, cleanUrl, pageKey, pathOf, resolveLink, siteOf } from './url.js';
 import { CrawlAbort, type CrawlCounters, type CrawledPage, type CrawlerOptions, type CrawlSettings } from './crawl-types.js';
 
 export type { PageFailure, PreviousPage };
@@ -67,22 +67,7 @@ export class SiteCrawler {
     await this.enqueue(root, 0);
     for (const url of requiredUrls(this.settings.rules, root)) await this.enqueue(cleanUrl(url), 0);
     const fetchBudget = Math.min(4 * PAGE_CAP, 4 * this.settings.maxPages + 20);
-    const sitemaps = [...rootRobots.sitemaps.map((s) => resolveLink(s, root)).filter((u): u is URL => !!u), new URL('/sitemap.xml', root)];
-    const listed = await sitemapUrls(sitemaps, {
-      fetcher: this.opts.fetcher,
-      allowPrivate: this.opts.allowPrivate,
-      maxBytes: this.opts.maxBytes,
-      sameSite: (url) => siteOf(url) === this.site,
-      allowed: async (url) => (await this.robotsFor(url)).allows(url),
-      signal: this.signal,
-      maxUrls: fetchBudget,
-      maxFiles: 20,
-    });
-    for (const { url, lastmod } of listed) {
-      const clean = cleanUrl(url);
-      if (lastmod !== undefined) this.lastmods.set(pageKey(clean), lastmod);
-      await this.enqueue(clean, 1);
-    }
+    const listing = this.listSitemaps(rootRobots.sitemaps, root, fetchBudget);
 
     const window: InFlight[] = [];
     const windowSize = this.opts.concurrencyPerHost * 2 + 2;
@@ -90,24 +75,32 @@ export class SiteCrawler {
     let launched = 0;
     // Requests in flight that may still become a stored page (all of them), or an enabled one (those predicted enabled).
     let reservedEnabled = 0;
+    const launch = () => {
+      while (window.length < windowSize && next < this.queue.length && launched < fetchBudget && Date.now() < this.deadline) {
+        const item = this.queue[next];
+        if (this.stored.has(item.key)) {
+          next += 1;
+          continue;
+        }
+        // Never fetch ahead past what may still be stored: every request in flight could end up a stored page.
+        const reserves = this.predictEnabled(item);
+        if (this.storedCount + window.length >= PAGE_CAP) break;
+        if (reserves && this.enabledCount + reservedEnabled >= this.settings.maxPages) break;
+        next += 1;
+        launched += 1;
+        if (reserves) reservedEnabled += 1;
+        window.push({ result: this.fetchPage(item), reserves });
+      }
+    };
     try {
+      // A first crawl requests the pages queued so far (the root) while the sitemaps are read, unless the host
+      // asks for one request at a time (Crawl-delay). A recrawl waits for them: a page the sitemap says is
+      // unchanged is carried over without a request.
+      if (!this.settings.previous?.size && rootRobots.crawlDelayMs === 0) launch();
+      await this.enqueueListed(await listing);
       for (;;) {
         if (this.enabledCount >= this.settings.maxPages || this.storedCount >= PAGE_CAP) break;
-        while (window.length < windowSize && next < this.queue.length && launched < fetchBudget && Date.now() < this.deadline) {
-          const item = this.queue[next];
-          if (this.stored.has(item.key)) {
-            next += 1;
-            continue;
-          }
-          // Never fetch ahead past what may still be stored: every request in flight could end up a stored page.
-          const reserves = this.predictEnabled(item);
-          if (this.storedCount + window.length >= PAGE_CAP) break;
-          if (reserves && this.enabledCount + reservedEnabled >= this.settings.maxPages) break;
-          next += 1;
-          launched += 1;
-          if (reserves) reservedEnabled += 1;
-          window.push({ result: this.fetchPage(item), reserves });
-        }
+        launch();
         const head = window.shift();
         if (!head) break;
         const result = await head.result;
@@ -122,6 +115,29 @@ export class SiteCrawler {
     }
     this.opts.signal?.throwIfAborted();
     return this.storedCount;
+  }
+
+  /** Page URLs the sitemaps list (those robots.txt names, and /sitemap.xml). */
+  private listSitemaps(declared: readonly string[], root: URL, maxUrls: number): Promise<ListedUrl[]> {
+    const sitemaps = [...declared.map((s) => resolveLink(s, root)).filter((u): u is URL => !!u), new URL('/sitemap.xml', root)];
+    return sitemapUrls(sitemaps, {
+      fetcher: this.opts.fetcher,
+      allowPrivate: this.opts.allowPrivate,
+      maxBytes: this.opts.maxBytes,
+      sameSite: (url) => siteOf(url) === this.site,
+      allowed: async (url) => (await this.robotsFor(url)).allows(url),
+      signal: this.signal,
+      maxUrls,
+      maxFiles: 20,
+    });
+  }
+
+  private async enqueueListed(listed: readonly ListedUrl[]): Promise<void> {
+    for (const { url, lastmod } of listed) {
+      const clean = cleanUrl(url);
+      if (lastmod !== undefined) this.lastmods.set(cleanPageKey(clean), lastmod);
+      await this.enqueue(clean, 1);
+    }
   }
 
   /**
@@ -157,9 +173,9 @@ export class SiteCrawler {
     return gate;
   }
 
-  /** Queues a same-site URL that robots.txt allows, once. */
+  /** Queues a cleaned same-site URL that robots.txt allows, once. */
   private async enqueue(url: URL, depth: number): Promise<void> {
-    const key = pageKey(url);
+    const key = cleanPageKey(url);
     if (this.scheduled.has(key) || siteOf(url) !== this.site) return;
     this.scheduled.add(key);
     if (!(await this.robotsFor(url)).allows(url)) return;
@@ -209,7 +225,7 @@ export class SiteCrawler {
       const link = resolveLink(href, base);
       if (!link) continue;
       try {
-        const url = cleanUrl(checkCrawlUrl(link, this.opts.allowPrivate));
+        const url = checkedCleanUrl(link, this.opts.allowPrivate);
         if (siteOf(url) === this.site && !out.has(url.href)) out.set(url.href, url);
       } catch {
         // not a URL the crawler may request
@@ -238,7 +254,7 @@ export class SiteCrawler {
     }
     const { item, final } = result;
     for (const key of result.hops) this.scheduled.add(key);
-    const finalKey = pageKey(final);
+    const finalKey = cleanPageKey(final);
     if (this.stored.has(finalKey)) return;
     const page = result.kind === 'page' ? result.page : undefined;
     const base = (page?.base && resolveLink(page.base, final)) || final;

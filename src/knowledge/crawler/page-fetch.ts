@@ -3,7 +3,7 @@ import { extractPage, type ExtractedPage } from './extract.js';
 import { CrawlFetchError, type Answer, type CrawlFetcher } from './fetcher.js';
 import type { HostGate } from './gate.js';
 import type { RobotsPolicy } from './robots.js';
-import { checkCrawlUrl, cleanUrl, pageKey, siteOf } from './url.js';
+import { checkedCleanUrl, cleanPageKey, siteOf } from './url.js';
 
 const MAX_REDIRECTS = 5;
 const HTML = /^\s*(text\/html|application\/xhtml\+xml)\s*(;|$)/i;
@@ -108,12 +108,12 @@ export async function fetchPage(item: Item, ctx: PageFetchContext): Promise<Page
       next: (location, from) => {
         let next: URL;
         try {
-          next = cleanUrl(checkCrawlUrl(new URL(location, from), ctx.allowPrivate));
+          next = checkedCleanUrl(new URL(location, from), ctx.allowPrivate);
         } catch (error) {
           return new Stop(fail(item, from, 'blocked_destination', `redirect to a refused URL: ${(error as Error).message}`));
         }
         if (siteOf(next) !== ctx.site) return new Stop(fail(item, from, 'offsite_redirect', `redirects off the site to ${next.host}`));
-        const key = pageKey(next);
+        const key = cleanPageKey(next);
         if (ctx.isStored(key)) return new Stop({ kind: 'skipped', item });
         hops.push(key);
         return next;
@@ -138,7 +138,7 @@ async function requestPage(item: Item, target: URL, hops: string[], state: { ret
   for (;;) {
     if (!(await ctx.robotsFor(target)).allows(target)) return new Stop(fail(item, target, 'robots_disallowed', 'robots.txt disallows this URL'));
     const gate = await ctx.gateFor(target);
-    const previous = ctx.previous(pageKey(target));
+    const previous = ctx.previous(cleanPageKey(target));
     const conditional = conditionalHeaders(previous);
     const answer = await gate.run(() => {
       state.askedAt = Date.now();

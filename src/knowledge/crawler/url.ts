@@ -52,14 +52,22 @@ export function checkCrawlUrl(raw: string | URL, allowPrivate: boolean): URL {
  * default port are done by the URL parser.)
  */
 export function cleanUrl(url: URL): URL {
-  const out = new URL(url.href);
-  dropFragment(out);
-  if (out.search) {
-    const kept = [...out.searchParams].filter(([name]) => !TRACKING.test(name));
+  return cleanInPlace(new URL(url.href));
+}
+
+/** checkCrawlUrl, then cleanUrl, on the one copy checkCrawlUrl makes. */
+export function checkedCleanUrl(raw: string | URL, allowPrivate: boolean): URL {
+  return cleanInPlace(checkCrawlUrl(raw, allowPrivate));
+}
+
+function cleanInPlace(url: URL): URL {
+  dropFragment(url);
+  if (url.search) {
+    const kept = [...url.searchParams].filter(([name]) => !TRACKING.test(name));
     kept.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-    out.search = kept.length > 0 ? new URLSearchParams(kept).toString() : '';
+    url.search = kept.length > 0 ? new URLSearchParams(kept).toString() : '';
   }
-  return out;
+  return url;
 }
 
 /**
@@ -68,9 +76,19 @@ export function cleanUrl(url: URL): URL {
  * key: requests go to the URL as linked, so a site that insists on "/rooms/" is not sent into a loop.
  */
 export function pageKey(url: URL): string {
-  const clean = cleanUrl(url);
-  if (clean.pathname.length > 1 && clean.pathname.endsWith('/')) clean.pathname = clean.pathname.replace(/\/+$/, '') || '/';
-  return clean.href;
+  return cleanPageKey(cleanUrl(url));
+}
+
+/** pageKey of a URL that cleanUrl returned. */
+export function cleanPageKey(clean: URL): string {
+  const path = clean.pathname;
+  if (path.length <= 1 || !path.endsWith('/')) return clean.href;
+  const trimmed = path.replace(/\/+$/, '') || '/';
+  // An http(s) URL without credentials (all the crawler requests) is its origin, path and query.
+  if ((clean.protocol === 'http:' || clean.protocol === 'https:') && !clean.username && !clean.password) return `${clean.origin}${trimmed}${clean.search}`;
+  const copy = new URL(clean.href);
+  copy.pathname = trimmed;
+  return copy.href;
 }
 
 /** The normalised form of a root URL as the website records it (its page key). */
