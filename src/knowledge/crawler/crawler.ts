@@ -93,10 +93,10 @@ export class SiteCrawler {
       }
     };
     try {
-      // A first crawl requests the pages queued so far (the root) while the sitemaps are read, unless the host
-      // asks for one request at a time (Crawl-delay). A recrawl waits for them: a page the sitemap says is
-      // unchanged is carried over without a request.
-      if (!this.settings.previous?.size && rootRobots.crawlDelayMs === 0) launch();
+      // A first crawl requests the pages queued so far (the root) while the sitemaps are read (their requests
+      // bypass the host's gate), unless the host gets one request at a time (Crawl-delay, or a per-host limit
+      // of 1). A recrawl waits for them: a page the sitemap says is unchanged is carried over without a request.
+      if (!this.settings.previous?.size && rootRobots.crawlDelayMs === 0 && this.opts.concurrencyPerHost > 1) launch();
       await this.enqueueListed(await listing);
       for (;;) {
         if (this.enabledCount >= this.settings.maxPages || this.storedCount >= PAGE_CAP) break;
