@@ -4,7 +4,9 @@ import { createHash } from 'node:crypto';
 import { brotliCompressSync, gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { checkCrawlUrl, cleanUrl, pageKey, pathOf, siteOf } from '../src/knowledge/crawler/url.js';
+import { parse } from 'node-html-parser';
 import { extractPage } from '../src/knowledge/crawler/extract.js';
+import { htmlText } from '../src/knowledge/html-text.js';
 import { isEnabled, requiredUrls } from '../src/knowledge/crawler/selection.js';
 import { LocalEmbedder, RemoteEmbedder, EmbeddingError } from '../src/knowledge/crawler/embedder.js';
 import { CrawlFetcher, CrawlFetchError } from '../src/knowledge/crawler/fetcher.js';
@@ -312,4 +314,17 @@ test('a first crawl requests the root while the sitemap is read; a recrawl and a
   setRoutes('User-agent: *\nCrawl-delay: 1\n');
   await crawl();
   assert.ok(rootAskedAt - sitemapAskedAt >= SITEMAP_DELAY_MS, 'a host that asks for one request at a time gets one');
+});
+
+test('page text: whitespace collapses to single spaces in a paragraph, whatever mix of spaces, tabs, newlines and no-break spaces it had', () => {
+  fc.assert(
+    fc.property(fc.array(fc.constantFrom('a', 'b', 'é', ' ', '  ', '\t', '\n', '\r\n', '\u00a0'), { maxLength: 40 }), fc.array(fc.constantFrom('x', ' ', '\n'), { maxLength: 8 }), (first, second) => {
+      const a = first.join('');
+      const b = second.join('');
+      const text = htmlText(parse(`<div><p>${a}</p><p>${b}</p></div>`), { keepLineBreaks: false });
+      const expected = [a, b].map((s) => s.replace(/[ \t\r\n\u00a0]+/g, ' ').trim()).filter(Boolean);
+      assert.equal(text, expected.join('\n\n'));
+    }),
+    { seed: 20261127, numRuns: 300 },
+  );
 });

@@ -6,6 +6,9 @@ const BLOCK = new Set([
   'blockquote', 'pre', 'hr', 'dl', 'dt', 'dd', 'figure', 'figcaption', 'address', 'details', 'summary', 'body', 'html', 'caption',
 ]);
 
+/** Whitespace that collapsing (crawled pages) would change: anything but a lone space. */
+const COLLAPSIBLE = /[\t\r\n\u00a0]| {2}/;
+
 export interface HtmlTextOptions {
   /** Leaves an element and everything in it out (never asked about the scope itself). */
   skip?(el: HTMLElement, tag: string): boolean;
@@ -26,8 +29,11 @@ export function htmlText(scope: HTMLElement, options: HtmlTextOptions): string {
   const spaces = options.keepLineBreaks ? /[ \t\u00a0]+/g : /[ \t\r\n\u00a0]+/g;
   let line = '';
   const flush = () => {
-    let text = line.replace(spaces, ' ');
-    if (options.keepLineBreaks) text = text.replace(/ *\n */g, '\n');
+    if (!line) return;
+    let text: string;
+    if (options.keepLineBreaks) text = line.replace(spaces, ' ').replace(/ *\n */g, '\n');
+    // Most paragraphs of a crawled page have single spaces only: the search is cheaper than rebuilding them.
+    else text = COLLAPSIBLE.test(line) ? line.replace(spaces, ' ') : line;
     text = text.trim();
     if (text) blocks.push(text);
     line = '';
