@@ -39,6 +39,8 @@ test('URL normalisation: fragment, tracking parameters, host case, default port,
   assert.equal(checkCrawlUrl('https://hotel.example/rooms#', false).href, 'https://hotel.example/rooms');
   assert.equal(checkCrawlUrl('https://hotel.example/rooms', false).href, 'https://hotel.example/rooms');
   assert.equal(siteOf(new URL('https://www.hotel.example/x')), siteOf(new URL('http://hotel.example/')));
+  assert.equal(siteOf(new URL('https://WWW.Hotel.Example./x')), 'hotel.example');
+  assert.equal(siteOf(new URL('http://www.hotel.example:8080/')), 'hotel.example:8080');
   assert.notEqual(siteOf(new URL('https://blog.hotel.example/')), siteOf(new URL('https://hotel.example/')));
   assert.notEqual(siteOf(new URL('http://127.0.0.1:81/')), siteOf(new URL('http://127.0.0.1:82/')));
   assert.equal(pathOf(new URL('https://hotel.example/blog/')), '/blog');

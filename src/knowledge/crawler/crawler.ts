@@ -33,6 +33,8 @@ interface InFlight {
 export class SiteCrawler {
   private readonly site: string;
   private readonly robots = new Map<string, Promise<RobotsPolicy>>();
+  /** The policies of `robots` once read. */
+  private readonly robotsRead = new Map<string, RobotsPolicy>();
   private readonly gates = new Map<string, HostGate>();
   private readonly scheduled = new Set<string>();
   private readonly stored = new Set<string>();
@@ -136,7 +138,8 @@ export class SiteCrawler {
     for (const { url, lastmod } of listed) {
       const clean = cleanUrl(url);
       if (lastmod !== undefined) this.lastmods.set(cleanPageKey(clean), lastmod);
-      await this.enqueue(clean, 1);
+      const reading = this.enqueue(clean, 1);
+      if (reading) await reading;
     }
   }
 
@@ -157,6 +160,9 @@ export class SiteCrawler {
         agentToken: this.opts.agentToken,
         maxDelayMs: this.opts.maxDelayMs,
         signal: this.signal,
+      }).then((read) => {
+        this.robotsRead.set(url.origin, read);
+        return read;
       });
       this.robots.set(url.origin, policy);
     }
@@ -173,12 +179,22 @@ export class SiteCrawler {
     return gate;
   }
 
-  /** Queues a cleaned same-site URL that robots.txt allows, once. */
-  private async enqueue(url: URL, depth: number): Promise<void> {
+  /**
+   * Queues a cleaned same-site URL that robots.txt allows, once. Returns a promise only while its origin's
+   * robots.txt is still being read (a page's links are queued without a wait each).
+   */
+  private enqueue(url: URL, depth: number): Promise<void> | undefined {
     const key = cleanPageKey(url);
-    if (this.scheduled.has(key) || siteOf(url) !== this.site) return;
+    if (this.scheduled.has(key) || siteOf(url) !== this.site) return undefined;
     this.scheduled.add(key);
-    if (!(await this.robotsFor(url)).allows(url)) return;
+    const read = this.robotsRead.get(url.origin);
+    if (!read) return this.robotsFor(url).then((robots) => this.queueAllowed(robots, url, key, depth));
+    this.queueAllowed(read, url, key, depth);
+    return undefined;
+  }
+
+  private queueAllowed(robots: RobotsPolicy, url: URL, key: string, depth: number): void {
+    if (!robots.allows(url)) return;
     this.queue.push({ url, key, depth });
     this.counters.pagesDiscovered += 1;
   }
@@ -265,7 +281,10 @@ export class SiteCrawler {
 
     const links = page ? this.followedLinks(page.links, base, page.nofollow) : result.kind === 'unchanged' ? result.previous.links.map((href) => new URL(href)) : [];
     if (item.depth < this.settings.crawlDepth) {
-      for (const link of links) await this.enqueue(link, item.depth + 1);
+      for (const link of links) {
+        const reading = this.enqueue(link, item.depth + 1);
+        if (reading) await reading;
+      }
     }
     if (page?.noindex) return this.recordFailure({ url: final.href, code: 'noindex', message: 'the page asks not to be indexed (meta robots noindex)' });
     if (page && page.text.length < MIN_TEXT_CHARS) {

@@ -102,7 +102,9 @@ export function normalizeRootUrl(url: URL): string {
  * site too. Any other subdomain is another site.
  */
 export function siteOf(url: URL): string {
-  const host = url.hostname.toLowerCase().replace(/\.$/, '').replace(/^www\./, '');
+  let host = url.hostname.toLowerCase();
+  if (host.endsWith('.')) host = host.slice(0, -1);
+  if (host.startsWith('www.')) host = host.slice(4);
   return url.port ? `${host}:${url.port}` : host;
 }
 
