@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { CpuMeter, RssSampler, fmt, freePort, log, percentile, printTable, round, sleep, type DbKind } from './lib.js';
 import { BIG_BODY_CLIENTS, IDLE_CONNECTIONS, SLOW_CONNECTIONS, type AbuseStats } from './abuser.js';
-import { call, emitBody, newSchema, seedSubscription, startServer, stopChild, type Server } from './procs.js';
+import { call, emitBody, newSchema, seedSubscription, startServer, stopChild, trackChild, type Server } from './procs.js';
 
 export interface AbuseLoad {
   rps: number;
@@ -53,6 +53,7 @@ async function cannon(url: string, seconds: number, headers: Record<string, stri
 /** The abuse clients (bench/abuser.ts) in a child process; resolves once they have started. */
 function startAbuser(port: number, key: string): Promise<{ pid: number | undefined; stop: () => Promise<AbuseStats> }> {
   const child = fork(fileURLToPath(new URL('./abuser.ts', import.meta.url)), [String(port), key], { execArgv: ['--import', 'tsx'] });
+  trackChild(child);
   const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`the abuse clients exited (${code})`))));
   const started = new Promise<void>((resolve) => child.once('message', () => resolve()));
   return Promise.race([started, exited]).then(() => ({
