@@ -81,7 +81,7 @@ export async function runReplies(postgresUrl: string, timing: Timing): Promise<R
   let worker: Server | undefined;
   try {
     log('replies/postgres: starting an API node (--role api)');
-    server = await startServer('replies-postgres', 'api', dbEnv);
+    server = await startServer('replies-postgres', 'api', dbEnv, {}, { compiled: true });
     const base = server.baseUrl;
     const { tenantId } = await call<{ tenantId: string }>(base, 'POST', '/admin/v1/tenants', { body: { name: 'Bench Replies Hotel' } });
     const { key } = await call<{ key: string }>(base, 'POST', `/admin/v1/tenants/${tenantId}/api-keys`, { body: { name: 'bench', scopes: ['conversations:write', 'messages:read'] } });
@@ -147,7 +147,7 @@ export async function runReplies(postgresUrl: string, timing: Timing): Promise<R
       return drain;
     };
     log('replies/postgres: starting a worker node (--role worker, sandbox provider)');
-    worker = await startServer('replies-worker', 'worker', dbEnv);
+    worker = await startServer('replies-worker', 'worker', dbEnv, {}, { compiled: true });
     const drain = await drained();
     const repliesWhileSending = await replyLoad('POST /conversations/{id}/messages, a worker node sending', server);
     const drainAfterSending = await drained();

@@ -217,9 +217,16 @@ test('unknown and foreign conversations and messages are 404', async () => {
     `/conversations/${theirs.conversationId}/messages/${theirs.messageId}`,
     `/conversations/${mine.conversationId}/messages/${theirs.messageId}`,
     `/conversations/${mine.conversationId}/messages/${mineToo.messageId}`,
+    // A foreign conversation is 404 whatever else is wrong with the request.
+    `/conversations/${theirs.conversationId}/messages?cursor=not-a-cursor`,
   ]) {
     errorOf(await app.api(w.key, 'GET', url), 404, 'M2M_NOT_FOUND');
   }
+  errorOf(await app.api(w.key, 'GET', `/conversations/${mine.conversationId}/messages?cursor=not-a-cursor`), 400, 'M2M_INVALID_CURSOR');
+  // A conversation of mine with no message matching the filter: an empty page, not a 404.
+  const none = await app.api(w.key, 'GET', `/conversations/${mine.conversationId}/messages?direction=outbound`);
+  assert.equal(none.statusCode, 200, none.body);
+  assert.deepEqual(none.json(), { messages: [], hasMore: false });
   errorOf(await reply(w.key, theirs.conversationId, { text: 'hi' }), 404, 'M2M_NOT_FOUND');
   assert.equal((await written(other.tenantId)).messages, 1);
 });

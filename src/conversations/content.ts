@@ -35,18 +35,29 @@ export class ConversationContentService {
   }
 
   async listMessages({ tenantId }: Ctx, { conversationId, limit = 25, cursor, direction }: Static<typeof ConversationParams> & Static<typeof ListMessagesQuery>) {
-    const conversation = await requireConversation(this.db, tenantId, conversationId);
     const binding = { tenantId, conversationId, direction: direction ?? 'all' };
-    const before = cursor ? this.cursors.decode<{ at: string; id: string }>('messages', binding, cursor) : undefined;
-    const rows = await messageRepo.page(this.db, { tenantId, conversationId, direction }, { limit: limit + 1, before });
-    const { page, hasMore, next } = this.cursors.page('messages', binding, rows, limit, (last) => ({ at: iso(last.created_at), id: last.id }));
-    return { messages: page.map((row) => messageView(row, conversation.channel_kind)), ...next, hasMore };
+    const before = cursor ? await this.messagesCursor(tenantId, conversationId, binding, cursor) : undefined;
+    const found = await messageRepo.page(this.db, { tenantId, conversationId, direction }, { limit: limit + 1, before });
+    if (!found) throw notFound('conversation');
+    const { page, hasMore, next } = this.cursors.page('messages', binding, found.messages, limit, (last) => ({ at: iso(last.created_at), id: last.id }));
+    return { messages: page.map((row) => messageView(row, found.channelKind)), ...next, hasMore };
   }
 
   async getMessage({ tenantId }: Ctx, { conversationId, messageId }: Static<typeof MessageParams>) {
-    const conversation = await requireConversation(this.db, tenantId, conversationId);
-    const row = await messageRepo.get(this.db, tenantId, conversationId, messageId);
+    const found = await messageRepo.get(this.db, tenantId, conversationId, messageId);
+    if (!found) throw notFound('conversation');
+    const [row] = found.messages;
     if (!row) throw notFound('message');
-    return { message: messageView(row, conversation.channel_kind) };
+    return { message: messageView(row, found.channelKind) };
+  }
+
+  /** A missing conversation is 404 even when the cursor is bad too (the check costs a query only then). */
+  private async messagesCursor(tenantId: string, conversationId: string, binding: unknown, cursor: string) {
+    try {
+      return this.cursors.decode<{ at: string; id: string }>('messages', binding, cursor);
+    } catch (error) {
+      await requireConversation(this.db, tenantId, conversationId);
+      throw error;
+    }
   }
 }

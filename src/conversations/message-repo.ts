@@ -15,16 +15,40 @@ export interface MessageRow {
   created_at: Date;
 }
 
+/** Messages of one conversation of the tenant, with the conversation's channel kind. */
+export interface ConversationMessages {
+  channelKind: string;
+  messages: MessageRow[];
+}
+
+type JoinedRow = { channel_kind: string } & ({ [K in keyof MessageRow]: MessageRow[K] } | { [K in keyof MessageRow]: null });
+
 // The send status is looked up per returned row (by primary key): a join let the planner, with stale statistics
 // on message_requests, scan all of the tenant's sends for every page.
 const COLUMNS = `m.id, m.conversation_id, m.direction, m.text, m.request_event_id,
   (SELECT r.status FROM message_requests r WHERE r.id = m.request_event_id AND r.tenant_id = m.tenant_id) AS status, m.created_at
   FROM messages m`;
 
+/**
+ * The conversation (its channel kind) and its messages matching `where` in one statement, so a read is one
+ * round trip: no row when the conversation is not the tenant's, one row of nulls when no message matches.
+ */
+async function ofConversation(db: Queryable, params: unknown[], where: string, tail = ''): Promise<ConversationMessages | undefined> {
+  const rows = await db.query<JoinedRow>(
+    `SELECT cv.channel_kind, p.* FROM conversations cv
+     LEFT JOIN LATERAL (SELECT ${COLUMNS} WHERE m.tenant_id = cv.tenant_id AND m.conversation_id = cv.id AND ${where} ${tail}) p ON true
+     WHERE cv.tenant_id = $1 AND cv.id = $2`,
+    params,
+  );
+  if (rows.length === 0) return undefined;
+  const messages: MessageRow[] = [];
+  for (const { channel_kind: _, ...row } of rows) if (row.id !== null) messages.push(row);
+  return { channelKind: rows[0].channel_kind, messages };
+}
+
 export const messageRepo = {
-  async get(db: Queryable, tenantId: string, conversationId: string, messageId: string): Promise<MessageRow | undefined> {
-    const rows = await db.query<MessageRow>(`SELECT ${COLUMNS} WHERE m.tenant_id = $1 AND m.conversation_id = $2 AND m.id = $3`, [tenantId, conversationId, messageId]);
-    return rows[0];
+  async get(db: Queryable, tenantId: string, conversationId: string, messageId: string): Promise<ConversationMessages | undefined> {
+    return ofConversation(db, [tenantId, conversationId, messageId], 'm.id = $3');
   },
 
   /** A page of a conversation's messages, newest first, keyset before `before` (created_at, id). */
@@ -32,9 +56,9 @@ export const messageRepo = {
     db: Queryable,
     filter: { tenantId: string; conversationId: string; direction?: Direction },
     page: { limit: number; before?: { at: string; id: string } },
-  ): Promise<MessageRow[]> {
+  ): Promise<ConversationMessages | undefined> {
     const params: unknown[] = [filter.tenantId, filter.conversationId];
-    let where = 'm.tenant_id = $1 AND m.conversation_id = $2';
+    let where = 'true';
     if (filter.direction) {
       params.push(filter.direction);
       where += ` AND m.direction = $${params.length}`;
@@ -43,6 +67,6 @@ export const messageRepo = {
       where += ` AND ${olderThan(params, 'm.created_at', 'm.id', page.before)}`;
     }
     params.push(page.limit);
-    return db.query<MessageRow>(`SELECT ${COLUMNS} WHERE ${where} ORDER BY m.created_at DESC, m.id DESC LIMIT $${params.length}`, params);
+    return ofConversation(db, params, where, `ORDER BY m.created_at DESC, m.id DESC LIMIT $${params.length}`);
   },
 };

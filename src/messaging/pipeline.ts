@@ -11,7 +11,7 @@ import { ProviderError, type ChannelProvider } from './providers/types.js';
 import type { JobWorker } from '../jobs/worker.js';
 
 /** Dispatch starts, and accepted sends, written together at most, and groups of each written at once (docs/decisions.md, "Replies and sends in groups"). */
-const SEND_GROUP = { maxGroup: 32, maxInFlight: 2 };
+const SEND_GROUP = { maxGroup: 32, maxInFlight: 2, minBeside: 1 };
 
 /**
  * The send job. The provider call is bracketed: `dispatching_at` is committed before the call, and the

@@ -22,7 +22,7 @@ const OPERATION = 'conversations.reply';
 /** Conversations whose channel a node remembers (docs/decisions.md, "Replies in one statement"). */
 const REMEMBERED_CONVERSATIONS = 10_000;
 /** Replies written together at most, and groups written at once (docs/decisions.md, "Replies and sends in groups"). */
-const REPLY_GROUP = { maxGroup: 32, maxInFlight: 2 };
+const REPLY_GROUP = { maxGroup: 32, maxInFlight: 2, minBeside: 8 };
 
 /** A plain-text reply inside a conversation, through the same outbound pipeline as a conversation start. */
 export class ReplyService {

@@ -2,6 +2,9 @@
  * Group commit: items are submitted one at a time, and those that arrive while earlier groups are being written
  * are written together by one call of `write` (one transaction), at most `maxGroup` at a time and at most
  * `maxInFlight` calls at once. An item waits for a free call, never for a timer: alone, it is written at once.
+ * A call beside one already in flight starts only for at least `minBeside` items; fewer wait for the next free
+ * call, so that a burst is not split into a full group and a string of single-item calls, each paying a whole
+ * transaction.
  *
  * When a group of several fails, each of its items is written again on its own, so that one item's error (or
  * a deadlock between groups) is never another's, unless `retryAlone` says the error would recur for all of them
@@ -10,6 +13,8 @@
 export interface GroupCommitOptions {
   maxGroup: number;
   maxInFlight: number;
+  /** Items a call needs to start while another is in flight (1: any). */
+  minBeside: number;
   retryAlone: (error: unknown) => boolean;
 }
 
@@ -38,6 +43,7 @@ export class GroupCommit<I, O> {
 
   private next(): void {
     while (this.inFlight < this.options.maxInFlight && this.waiting.length > 0) {
+      if (this.inFlight > 0 && this.waiting.length < this.options.minBeside) return;
       const group = this.waiting.splice(0, this.options.maxGroup);
       this.inFlight += 1;
       void this.writeGroup(group).finally(() => {
