@@ -89,3 +89,23 @@ test('one group: replies, a key used twice, an opted-out contact and a missing c
   assert.deepEqual(again.map((o) => o.outcome), ['taken', 'queued']);
   assert.equal((await written(`SELECT id FROM message_requests WHERE tenant_id = $1`)).length, 3);
 });
+
+test('a refused reply stays refused when an earlier reply of its group takes the same key', async () => {
+  const { tenantId } = await app.tenantWithKey(['conversations:write']);
+  const { channelId } = await app.admin<{ channelId: string }>('POST', `/tenants/${tenantId}/channels`, { kind: 'webchat', name: 'Web' });
+  const open = await inbound(app, tenantId, channelId, { handle: 'guest-open' });
+  const out = await inbound(app, tenantId, channelId, { handle: 'guest-out' });
+  await app.admin('PATCH', `/tenants/${tenantId}/contacts/${out.contactId}`, { optedOut: true });
+
+  const t0 = Date.now();
+  const group = [
+    claim(tenantId, channelId, open.conversationId, 'shared', 'to the open one', new Date(t0 + 1)),
+    claim(tenantId, channelId, out.conversationId, 'shared', 'to the opted out', new Date(t0 + 2)),
+  ];
+  // One at a time, the second would find the key taken (a 409); in a group the rules are checked before any key
+  // is written, so it is refused as if it had come first.
+  const outcomes = await outboundRepo.replies(db(), group, wake);
+  assert.deepEqual(outcomes.map((o) => o.outcome), ['queued', 'refused']);
+  const keys = await db().query<{ request_hash: string }>('SELECT request_hash FROM idempotency_keys WHERE tenant_id = $1', [tenantId]);
+  assert.deepEqual(keys.map((k) => k.request_hash), [group[0].requestHash]);
+});

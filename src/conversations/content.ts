@@ -36,7 +36,9 @@ export class ConversationContentService {
 
   async listMessages({ tenantId }: Ctx, { conversationId, limit = 25, cursor, direction }: Static<typeof ConversationParams> & Static<typeof ListMessagesQuery>) {
     const binding = { tenantId, conversationId, direction: direction ?? 'all' };
-    const before = cursor ? await this.messagesCursor(tenantId, conversationId, binding, cursor) : undefined;
+    const before = cursor
+      ? await this.cursors.decodeAfter<{ at: string; id: string }>('messages', binding, cursor, () => requireConversation(this.db, tenantId, conversationId))
+      : undefined;
     const found = await messageRepo.page(this.db, { tenantId, conversationId, direction }, { limit: limit + 1, before });
     if (!found) throw notFound('conversation');
     const { page, hasMore, next } = this.cursors.page('messages', binding, found.messages, limit, (last) => ({ at: iso(last.created_at), id: last.id }));
@@ -49,15 +51,5 @@ export class ConversationContentService {
     const [row] = found.messages;
     if (!row) throw notFound('message');
     return { message: messageView(row, found.channelKind) };
-  }
-
-  /** A missing conversation is 404 even when the cursor is bad too (the check costs a query only then). */
-  private async messagesCursor(tenantId: string, conversationId: string, binding: unknown, cursor: string) {
-    try {
-      return this.cursors.decode<{ at: string; id: string }>('messages', binding, cursor);
-    } catch (error) {
-      await requireConversation(this.db, tenantId, conversationId);
-      throw error;
-    }
   }
 }

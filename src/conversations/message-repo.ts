@@ -21,7 +21,8 @@ export interface ConversationMessages {
   messages: MessageRow[];
 }
 
-type JoinedRow = { channel_kind: string } & ({ [K in keyof MessageRow]: MessageRow[K] } | { [K in keyof MessageRow]: null });
+/** The lateral join's row: a message, or all nulls when the conversation has none matching. */
+type JoinedRow = { channel_kind: string } & (MessageRow | Record<keyof MessageRow, null>);
 
 // The send status is looked up per returned row (by primary key): a join let the planner, with stale statistics
 // on message_requests, scan all of the tenant's sends for every page.

@@ -52,6 +52,19 @@ export class Cursors {
   }
 
   /**
+   * Like `decode`, but a bad cursor first runs `requireOwner`, so a missing parent answers 404 even when the
+   * cursor is bad too (the check costs a query only then).
+   */
+  async decodeAfter<T>(list: string, filters: unknown, cursor: string, requireOwner: () => Promise<unknown>): Promise<T> {
+    try {
+      return this.decode<T>(list, filters, cursor);
+    } catch (error) {
+      await requireOwner();
+      throw error;
+    }
+  }
+
+  /**
    * The page of a keyset query that read `limit + 1` rows: the first `limit`, whether more follow, and then
    * `{ nextCursor }` (the position of the page's last row), to be spread into the response.
    */

@@ -170,21 +170,15 @@ export class WebhookService {
   async listDeliveries(ctx: Ctx, { subscriptionId, ...query }: SubscriptionRef & Static<typeof DeliveryListQuery>) {
     const limit = query.limit ?? 50;
     const filters = { tenantId: ctx.tenantId, subscriptionId, status: query.status ?? null };
-    const after = query.cursor ? await this.deliveryCursor(ctx, subscriptionId, filters, query.cursor) : undefined;
+    const after = query.cursor
+      ? await this.deps.cursors.decodeAfter<{ createdAt: string; id: string }>('webhook-deliveries', filters, query.cursor, () =>
+          this.require(this.deps.db, ctx.tenantId, subscriptionId),
+        )
+      : undefined;
     const rows = await deliveryRepo.listPage(this.deps.db, ctx.tenantId, subscriptionId, { status: query.status, limit: limit + 1, after });
     if (!rows) throw notFound('webhook subscription');
     const { page, hasMore, next } = this.deps.cursors.page('webhook-deliveries', filters, rows, limit, (last) => ({ createdAt: isoMicros(last.created_us), id: last.id }));
     return { deliveries: page.map(deliveryView), ...next, hasMore };
-  }
-
-  /** A missing subscription is 404 even when the cursor is bad too (the check costs a query only then). */
-  private async deliveryCursor(ctx: Ctx, subscriptionId: string, filters: unknown, cursor: string) {
-    try {
-      return this.deps.cursors.decode<{ createdAt: string; id: string }>('webhook-deliveries', filters, cursor);
-    } catch (error) {
-      await this.require(this.deps.db, ctx.tenantId, subscriptionId);
-      throw error;
-    }
   }
 
   async getDelivery(ctx: Ctx, { subscriptionId, deliveryId }: DeliveryRef) {

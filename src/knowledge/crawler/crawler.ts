@@ -135,12 +135,12 @@ export class SiteCrawler {
   }
 
   private async enqueueListed(listed: readonly ListedUrl[]): Promise<void> {
-    for (const { url, lastmod } of listed) {
+    const urls = listed.map(({ url, lastmod }) => {
       const clean = cleanUrl(url);
       if (lastmod !== undefined) this.lastmods.set(cleanPageKey(clean), lastmod);
-      const reading = this.enqueue(clean, 1);
-      if (reading) await reading;
-    }
+      return clean;
+    });
+    await this.enqueueAll(urls, 1);
   }
 
   /**
@@ -191,6 +191,14 @@ export class SiteCrawler {
     if (!read) return this.robotsFor(url).then((robots) => this.queueAllowed(robots, url, key, depth));
     this.queueAllowed(read, url, key, depth);
     return undefined;
+  }
+
+  /** Queues URLs in order, waiting only where an origin's robots.txt is still being read. */
+  private async enqueueAll(urls: readonly URL[], depth: number): Promise<void> {
+    for (const url of urls) {
+      const reading = this.enqueue(url, depth);
+      if (reading) await reading;
+    }
   }
 
   private queueAllowed(robots: RobotsPolicy, url: URL, key: string, depth: number): void {
@@ -280,12 +288,7 @@ export class SiteCrawler {
     this.scheduled.add(canonical);
 
     const links = page ? this.followedLinks(page.links, base, page.nofollow) : result.kind === 'unchanged' ? result.previous.links.map((href) => new URL(href)) : [];
-    if (item.depth < this.settings.crawlDepth) {
-      for (const link of links) {
-        const reading = this.enqueue(link, item.depth + 1);
-        if (reading) await reading;
-      }
-    }
+    if (item.depth < this.settings.crawlDepth) await this.enqueueAll(links, item.depth + 1);
     if (page?.noindex) return this.recordFailure({ url: final.href, code: 'noindex', message: 'the page asks not to be indexed (meta robots noindex)' });
     if (page && page.text.length < MIN_TEXT_CHARS) {
       return this.recordFailure({ url: final.href, code: 'thin_content', message: `only ${page.text.length} characters of text (at least ${MIN_TEXT_CHARS} needed)` });
