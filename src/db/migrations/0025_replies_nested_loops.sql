@@ -1,0 +1,7 @@
+-- conversation_replies (0024) finds each reply's key, conversation, channel and contact by primary key, for at most
+-- a group of replies: a nested loop over the group with an index lookup for each is always the right plan. Its plans
+-- are generic and cached per connection, so one made from a small table's statistics (a hash join over a scan of
+-- idempotency_keys, a scan of the tenant's conversations for each reply) was kept while the table grew, until the
+-- next ANALYZE: on a new database such scans were a large part of a reply's time in the database. With these off
+-- the plans no longer depend on the tables' sizes (docs/decisions.md "Replies and sends in groups").
+ALTER FUNCTION conversation_replies(jsonb, text, text) SET enable_hashjoin = off SET enable_mergejoin = off SET enable_seqscan = off;
