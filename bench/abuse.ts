@@ -2,16 +2,16 @@
  * Scenario 6: abuse. The real server (`--role api`) takes normal traffic (64 connections on the deliveries
  * list) first alone ("quiet"), then while 10 clients send 10 MB bodies over and over, 500 connections sit
  * idle, and 20 connections trickle a body one byte at a time (those clients run in a process of their own,
- * bench/abuser.ts). A prober measures /healthz on its own connection throughout. Afterwards the server's RSS
- * is sampled for 10 s. Targets: /healthz p99 < 50 ms, list p99 under abuse ≤ 2× quiet, RSS 10 s after back
+ * bench/abuser.ts). A prober, in a process of its own too (bench/prober.ts), measures /healthz on its own
+ * connection throughout. Afterwards the server's RSS is sampled for 10 s. Targets: /healthz p99 < 50 ms, list p99 under abuse ≤ 2× quiet, RSS 10 s after back
  * within 20% of its start (at most 20% above it: less is memory given back, not kept).
  */
-import http from 'node:http';
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { CpuMeter, RssSampler, fmt, freePort, log, percentile, printTable, round, sleep, type DbKind } from './lib.js';
+import { CpuMeter, RssSampler, fmt, freePort, log, printTable, round, sleep, type DbKind } from './lib.js';
 import { BIG_BODY_CLIENTS, IDLE_CONNECTIONS, SLOW_CONNECTIONS, type AbuseStats } from './abuser.js';
+import type { ProbeStats } from './prober.js';
 import { call, emitBody, newSchema, seedSubscription, startServer, stopChild, trackChild, type Server } from './procs.js';
 
 export interface AbuseLoad {
@@ -50,59 +50,27 @@ async function cannon(url: string, seconds: number, headers: Record<string, stri
   return { rps: round(result.requests.total / result.duration), p50Ms: result.latency.p50, p99Ms: result.latency.p99, non2xx: result.non2xx, errors: result.errors + result.timeouts };
 }
 
-/** The abuse clients (bench/abuser.ts) in a child process; resolves once they have started. */
-function startAbuser(port: number, key: string): Promise<{ pid: number | undefined; stop: () => Promise<AbuseStats> }> {
-  const child = fork(fileURLToPath(new URL('./abuser.ts', import.meta.url)), [String(port), key], { execArgv: ['--import', 'tsx'] });
+/**
+ * A bench client in a child process of its own (bench/abuser.ts, bench/prober.ts): resolves once it has started;
+ * `stop` asks it to end and resolves with what it sends back.
+ */
+function forkClient<T>(script: string, args: string[], what: string): Promise<{ pid: number | undefined; stop: () => Promise<T> }> {
+  const child = fork(fileURLToPath(new URL(script, import.meta.url)), args, { execArgv: ['--import', 'tsx'] });
   trackChild(child);
-  const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`the abuse clients exited (${code})`))));
+  const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`${what} exited (${code})`))));
   const started = new Promise<void>((resolve) => child.once('message', () => resolve()));
   return Promise.race([started, exited]).then(() => ({
     pid: child.pid,
     stop: () => {
-      const stats = new Promise<AbuseStats>((resolve) => child.once('message', (message) => resolve(message as AbuseStats)));
+      const stats = new Promise<T>((resolve) => child.once('message', (message) => resolve(message as T)));
       child.send('stop');
       return Promise.race([stats, exited]);
     },
   }));
 }
 
-/** GET /healthz every 20 ms on one kept-alive connection; latencies in ms. */
-function healthProbe(base: string): { stop: () => { p99: number; max: number; failures: number } } {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  const latencies: number[] = [];
-  let failures = 0;
-  let running = true;
-  const loop = async () => {
-    while (running) {
-      const started = performance.now();
-      await new Promise<void>((resolve) => {
-        const req = http.get(`${base}/healthz`, { agent, timeout: 10_000 }, (res) => {
-          res.resume();
-          res.on('end', () => {
-            if (res.statusCode === 200) latencies.push(performance.now() - started);
-            else failures += 1;
-            resolve();
-          });
-        });
-        req.on('error', () => {
-          failures += 1;
-          resolve();
-        });
-        req.on('timeout', () => req.destroy());
-      });
-      await sleep(20);
-    }
-  };
-  const done = loop();
-  return {
-    stop: () => {
-      running = false;
-      void done.then(() => agent.destroy());
-      const sorted = [...latencies].sort((a, b) => a - b);
-      return { p99: round(percentile(sorted, 99), 1), max: round(sorted[sorted.length - 1] ?? Number.NaN, 1), failures };
-    },
-  };
-}
+const startAbuser = (port: number, key: string) => forkClient<AbuseStats>('./abuser.ts', [String(port), key], 'the abuse clients');
+const startProber = (baseUrl: string) => forkClient<ProbeStats>('./prober.ts', [baseUrl], 'the /healthz prober');
 
 export async function runAbuse(db: DbKind, postgresUrl: string | undefined, timing: { warmupS: number; measureS: number }): Promise<AbuseResult> {
   const dbEnv: Record<string, string> = db === 'postgres' ? { DATABASE_URL: postgresUrl!, DATABASE_SCHEMA: newSchema(postgresUrl!) } : { DATA_DIR: 'memory://' };
@@ -118,18 +86,18 @@ export async function runAbuse(db: DbKind, postgresUrl: string | undefined, timi
     const headers = { authorization: `Bearer ${seeded.key}` };
 
     await cannon(listUrl, timing.warmupS, headers);
-    const quietProbe = healthProbe(server.baseUrl);
+    const quietProbe = await startProber(server.baseUrl);
     const quietList = await cannon(listUrl, timing.measureS, headers);
-    const quietHealth = quietProbe.stop();
+    const quietHealth = await quietProbe.stop();
     log(`abuse/${db}: quiet list p99 ${quietList.p99Ms} ms (${fmt(quietList.rps)} req/s), /healthz p99 ${quietHealth.p99} ms`);
 
     await sleep(1000);
     const rss = new RssSampler(server.pid, 250);
     const abuser = await startAbuser(port, uploadKey);
     const meter = new CpuMeter({ server: server.pid, bench: process.pid, abuser: abuser.pid }, db === 'postgres');
-    const probe = healthProbe(server.baseUrl);
+    const probe = await startProber(server.baseUrl);
     const abuseList = await cannon(listUrl, timing.measureS, headers);
-    const abuseHealth = probe.stop();
+    const abuseHealth = await probe.stop();
     const cpuPct = meter.stop();
     const { bigBodies: bigStats, idleClosedByServer: idleClosed, slowClosedByServer: slowClosed } = await abuser.stop();
     const during = rss.stop();
