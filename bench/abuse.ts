@@ -3,8 +3,9 @@
  * list) first alone ("quiet"), then while 10 clients send 10 MB bodies over and over, 500 connections sit
  * idle, and 20 connections trickle a body one byte at a time (those clients run in a process of their own,
  * bench/abuser.ts). A prober, in a process of its own too (bench/prober.ts), measures /healthz on its own
- * connection throughout. Afterwards the server's RSS is sampled for 10 s. Targets: /healthz p99 < 50 ms, list p99 under abuse ≤ 2× quiet, RSS 10 s after back
- * within 20% of its start (at most 20% above it: less is memory given back, not kept).
+ * connection throughout. Afterwards the server's RSS is sampled for 10 s. Targets: /healthz p99 < 50 ms, list
+ * p99 under abuse ≤ 2× quiet, RSS 10 s after back within 20% of its start (at most 20% above it: less is memory
+ * given back, not kept).
  */
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
