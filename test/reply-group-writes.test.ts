@@ -109,3 +109,45 @@ test('a refused reply stays refused when an earlier reply of its group takes the
   const keys = await db().query<{ request_hash: string }>('SELECT request_hash FROM idempotency_keys WHERE tenant_id = $1', [tenantId]);
   assert.deepEqual(keys.map((k) => k.request_hash), [group[0].requestHash]);
 });
+
+test('a group finds the rows it checks by index, whatever the tables\' statistics (migration 0025)', async () => {
+  const { tenantId } = await app.tenantWithKey(['conversations:write']);
+  const { channelId } = await app.admin<{ channelId: string }>('POST', `/tenants/${tenantId}/channels`, { kind: 'webchat', name: 'Web' });
+  const a = await inbound(app, tenantId, channelId, { handle: 'guest-indexed-a' });
+  const b = await inbound(app, tenantId, channelId, { handle: 'guest-indexed-b' });
+  const checked = ['channels', 'contacts', 'conversations', 'idempotency_keys'];
+
+  const t0 = Date.now();
+  const { control, group } = await db().transaction(async (tx) => {
+    // The connection's counts not yet reported are in the view too: what a statement did is the difference.
+    const seqScans = async () =>
+      Object.fromEntries(
+        (
+          await tx.query<{ relname: string; seq_scan: number }>(
+            'SELECT relname, seq_scan::int AS seq_scan FROM pg_stat_xact_user_tables WHERE schemaname = current_schema() AND relname = ANY ($1)',
+            [checked],
+          )
+        ).map((r) => [r.relname, r.seq_scan]),
+      );
+    const scansBy = async (work: () => Promise<unknown>) => {
+      const before = await seqScans();
+      await work();
+      const after = await seqScans();
+      return Object.fromEntries(checked.map((name) => [name, (after[name] ?? 0) - (before[name] ?? 0)]));
+    };
+    return {
+      // The counters count on this database: a scan of idempotency_keys is seen.
+      control: await scansBy(() => tx.query('SELECT count(*) FROM idempotency_keys')),
+      group: await scansBy(async () => {
+        const outcomes = await outboundRepo.replies(
+          tx,
+          [claim(tenantId, channelId, a.conversationId, 'indexed-1', 'to a', new Date(t0 + 1)), claim(tenantId, channelId, b.conversationId, 'indexed-2', 'to b', new Date(t0 + 2))],
+          wake,
+        );
+        assert.deepEqual(outcomes.map((o) => o.outcome), ['queued', 'queued']);
+      }),
+    };
+  });
+  assert.equal(control.idempotency_keys, 1);
+  assert.deepEqual(group, { channels: 0, contacts: 0, conversations: 0, idempotency_keys: 0 });
+});
