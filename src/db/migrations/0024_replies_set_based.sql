@@ -1,8 +1,8 @@
 -- Replies of a group written set by set (issue 19, docs/decisions.md "Replies and sends in groups"): the same
 -- rules and outcomes as 0022's conversation_replies, but each table is written by one statement for the whole
 -- group instead of one statement per reply. A statement's fixed cost (executor start-up, plan revalidation, the
--- locks on each table and index it touches) was a large part of a reply's time in the database. Called directly with
--- groups of 16 from 3 connections, the set-based writes did 32–42 % more replies a second.
+-- locks on each table and index it touches) was a large part of a reply's time in the database (figures in the
+-- decisions).
 
 -- One reply of the group: its 1-based position in p_replies, its Idempotency-Key's claim and its message.
 CREATE TYPE reply_claim AS (
