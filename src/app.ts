@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { DomainError, errorBody } from './errors.js';
 import { clientErrorHandler, requestIdOf, sendError } from './http/edge-errors.js';
 import { applyRouteLimits, inputGuardHook } from './http/input-guard.js';
+import { BodyRate, registerBodyRate } from './http/body-rate.js';
 import { registerJsonParser } from './http/json-body.js';
 import { applyServerLimits, SERVER_LIMITS } from './http/server-limits.js';
 import { authenticateHook } from './http/auth.js';
@@ -67,6 +68,7 @@ export async function buildApp(services: Services, logger: Logger, options: AppO
   // JSON only: anything else is 415 rather than a string body that fails validation confusingly.
   app.removeContentTypeParser('text/plain');
   registerJsonParser(app);
+  registerBodyRate(app, new BodyRate(config.bodyBytesPerSecond));
   app.setValidatorCompiler(validatorCompiler());
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
   // Callback-style hooks (not async): they run on every request, and a promise per hook is measurable.
