@@ -24,7 +24,7 @@ export interface Config {
   secretKey: Buffer | undefined;
   rateLimitRps: number;
   rateLimitBurst: number;
-  /** Request bodies past their first 64 KB are read at most this fast, all requests of the node together. */
+  /** Request bodies past their first 64 KiB are read at most this fast, all requests of the node together. */
   bodyBytesPerSecond: number;
   /** How long a resolved API key may be served from memory (0: never); key changes clear it at once. */
   apiKeyCacheTtlMs: number;
