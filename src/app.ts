@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { DomainError, errorBody } from './errors.js';
 import { clientErrorHandler, requestIdOf, sendError } from './http/edge-errors.js';
 import { applyRouteLimits, inputGuardHook } from './http/input-guard.js';
-import { BodyRate, registerBodyRate } from './http/body-rate.js';
+import { BodyRate, closeIfBodyUnread, registerBodyRate } from './http/body-rate.js';
 import { registerJsonParser } from './http/json-body.js';
 import { applyServerLimits, SERVER_LIMITS } from './http/server-limits.js';
 import { authenticateHook } from './http/auth.js';
@@ -89,6 +89,7 @@ export async function buildApp(services: Services, logger: Logger, options: AppO
 
   app.setErrorHandler((error: FastifyError, request, reply) => sendError(error, request, reply));
   app.setNotFoundHandler((request, reply) => {
+    closeIfBodyUnread(request, reply);
     void reply.status(404).send(errorBody('M2M_NOT_FOUND', `no route for ${request.method} ${request.url.split('?')[0]}`));
   });
 

@@ -23,7 +23,7 @@ test('the rate books bytes after those booked before them, with one idle second 
   assert.equal(rate.reserve(100 * KIB), 1000, 'but never more than a second of it');
 });
 
-const RATE = 128 * KIB;
+const RATE = 64 * KIB;
 let app: TestApp;
 let port: number;
 let key: string;
@@ -68,14 +68,17 @@ const textSource = (title: string, bytes: number) => JSON.stringify({ sourceType
 
 test('big bodies wait for the rate and are then served whole, while small bodies and other requests go on', async () => {
   const started = performance.now();
-  // 448 KiB past the unmetered starts, 128 KiB of credit: the last byte is read no earlier than 2.5 s in.
+  // 448 KiB past the unmetered starts and 64 KiB of credit: the last byte is read no earlier than 6 s in, and the
+  // chunked body's own 128 KiB no earlier than 1 s in, even if it had the rate to itself.
   const sized = send('POST', '/m2m/v1/knowledge/sources', textSource('Sized', 320 * KIB + UNMETERED_BODY_BYTES));
   const chunked = send('POST', '/m2m/v1/knowledge/sources', textSource('Chunked', 128 * KIB + UNMETERED_BODY_BYTES), true);
   await new Promise((resolve) => setTimeout(resolve, 200));
 
-  const health = await send('GET', '/healthz');
-  const list = await send('GET', '/m2m/v1/knowledge/items?limit=5');
-  const small = await send('POST', '/m2m/v1/knowledge/sources', textSource('Small', UNMETERED_BODY_BYTES - KIB));
+  const [health, list, small] = await Promise.all([
+    send('GET', '/healthz'),
+    send('GET', '/m2m/v1/knowledge/items?limit=5'),
+    send('POST', '/m2m/v1/knowledge/sources', textSource('Small', UNMETERED_BODY_BYTES - KIB)),
+  ]);
   assert.equal(health.status, 200);
   assert.equal(list.status, 200, list.body);
   assert.equal(small.status, 201, small.body);
@@ -83,10 +86,9 @@ test('big bodies wait for the rate and are then served whole, while small bodies
   const [sizedAnswer, chunkedAnswer] = await Promise.all([sized, chunked]);
   assert.equal(sizedAnswer.status, 201, sizedAnswer.body);
   assert.equal(chunkedAnswer.status, 201, chunkedAnswer.body);
-  for (const other of [health, list, small]) {
-    assert.ok(other.finishedAt < Math.min(sizedAnswer.finishedAt, chunkedAnswer.finishedAt), 'nothing waited for the big bodies');
-  }
-  assert.ok(Math.max(sizedAnswer.finishedAt, chunkedAnswer.finishedAt) - started >= 2_000, 'the big bodies were read at the rate');
+  for (const other of [health, list, small]) assert.ok(other.finishedAt < sizedAnswer.finishedAt, 'nothing waited for the big bodies');
+  assert.ok(chunkedAnswer.finishedAt - started >= 1_000, 'the chunked body was read at the rate');
+  assert.ok(Math.max(sizedAnswer.finishedAt, chunkedAnswer.finishedAt) - started >= 5_000, 'the big bodies were read at the rate');
 
   const items: Array<{ title: string }> = JSON.parse((await send('GET', '/m2m/v1/knowledge/items?limit=10')).body).items;
   const titles = items.map((item) => item.title).sort();
@@ -97,7 +99,7 @@ test('a client that goes away while its body waits leaves nothing behind', async
   const socket = net.connect(port, '127.0.0.1');
   await new Promise((resolve) => socket.once('connect', resolve));
   socket.write(`POST /m2m/v1/knowledge/sources HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${1024 * KIB}\r\n\r\n`);
-  socket.write(`{"sourceType":"text","title":"Gone","text":"${'x'.repeat(512 * KIB)}`);
+  socket.write(`{"sourceType":"text","title":"Gone","text":"${'x'.repeat(256 * KIB)}`);
   await new Promise((resolve) => setTimeout(resolve, 300));
   socket.destroy();
   // The chunks it booked are still waiting on their timers; when they fire, nothing breaks.
@@ -105,4 +107,32 @@ test('a client that goes away while its body waits leaves nothing behind', async
   assert.equal((await send('GET', '/healthz')).status, 200);
   const items: Array<{ title: string }> = JSON.parse((await send('GET', '/m2m/v1/knowledge/items?limit=10')).body).items;
   assert.ok(!items.some((item) => item.title === 'Gone'));
+});
+
+test('a big body refused before it is read is not read: the answer closes the connection', async () => {
+  const socket = net.connect(port, '127.0.0.1');
+  let answer = '';
+  socket.setEncoding('latin1');
+  socket.on('data', (chunk: string) => (answer += chunk));
+  socket.on('error', () => undefined);
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  // No key: authentication refuses it before the body is read. Only the start of the 8 MiB body is ever sent.
+  socket.write(`POST /m2m/v1/knowledge/sources HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${8 * 1024 * KIB}\r\n\r\n`);
+  socket.write(`{"sourceType":"text","title":"Refused","text":"${'x'.repeat(256 * KIB)}`);
+  const timeout = new Promise<'open'>((resolve) => setTimeout(() => resolve('open'), 10_000).unref());
+  assert.notEqual(await Promise.race([closed, timeout]), 'open', 'the server closed the connection rather than wait to read the rest');
+  assert.match(answer, /^HTTP\/1\.1 401 /);
+  assert.match(answer, /\r\nconnection: close\r\n/i);
+
+  // A small body refused the same way keeps its connection.
+  const agent = new http.Agent({ keepAlive: true });
+  const small = await new Promise<http.IncomingMessage>((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/m2m/v1/knowledge/sources', headers: { 'content-type': 'application/json' }, agent }, resolve);
+    req.on('error', reject);
+    req.end('{}');
+  });
+  small.resume();
+  agent.destroy();
+  assert.equal(small.statusCode, 401);
+  assert.equal(small.headers.connection, 'keep-alive');
 });

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { pipeline, Transform, type TransformCallback } from 'node:stream';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 /** The first bytes of every request body are read at once; only what comes after them shares the node's rate. */
 export const UNMETERED_BODY_BYTES = 64 * 1024;
@@ -59,4 +59,13 @@ export function registerBodyRate(app: FastifyInstance, rate: BodyRate): void {
     const metered = new MeteredBody(rate);
     done(null, pipeline(payload, metered, () => undefined));
   });
+}
+
+/**
+ * For refusals: a request whose body may pass UNMETERED_BODY_BYTES and is still arriving (refused by
+ * authentication, the rate limit or the router before the body was read) is answered with `Connection: close`.
+ * Node would otherwise read the rest of the body, at full speed and past the rate, to reuse the connection.
+ */
+export function closeIfBodyUnread(request: FastifyRequest, reply: FastifyReply): void {
+  if (!request.raw.complete && mayExceedUnmetered(request.raw)) void reply.header('connection', 'close');
 }

@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { isDatabaseUnavailable, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../db/unavailable.js';
+import { closeIfBodyUnread } from './body-rate.js';
 import { DomainError, errorBody, statusOf, type ErrorCode, type Issue } from '../errors.js';
 import { pooledRandomBytes } from '../ids.js';
 
@@ -108,6 +109,7 @@ export function sendError(error: FastifyError | Error, request: FastifyRequest, 
   if (response.status === 503) request.log.warn({ err: error }, 'database unavailable');
   else if (response.status >= 500) request.log.error({ err: error }, 'request failed');
   else request.log.info({ code: response.code, status: response.status }, response.message);
+  closeIfBodyUnread(request, reply);
   // Framework refusals (bad URL, over-long parameter) arrive before the onRequest hooks that set this header.
   void reply
     .header('X-Request-Id', request.id)
