@@ -15,7 +15,7 @@ export class BodyRate {
   private bookedUntilMs = 0;
 
   constructor(
-    readonly bytesPerSecond: number,
+    private readonly bytesPerSecond: number,
     private readonly now: () => number = () => performance.now(),
   ) {}
 
