@@ -1,4 +1,4 @@
-import type { Queryable } from '../db/driver.js';
+import type { Db } from '../db/driver.js';
 import { olderThan } from '../db/sql.js';
 import type { RequestStatus } from '../messaging/repo.js';
 
@@ -33,13 +33,16 @@ const COLUMNS = `m.id, m.conversation_id, m.direction, m.text, m.request_event_i
 /**
  * The conversation (its channel kind) and its messages matching `where` in one statement, so a read is one
  * round trip: no row when the conversation is not the tenant's, one row of nulls when no message matches.
+ * Its best plan is the same for every value (primary keys, then the conversation's page index), so it runs with a
+ * cached plan: planning it per call took longer than running it (docs/decisions.md, "Conversation content reads run with a cached plan").
  */
-async function ofConversation(db: Queryable, params: unknown[], where: string, tail = ''): Promise<ConversationMessages | undefined> {
+async function ofConversation(db: Db, params: unknown[], where: string, tail = ''): Promise<ConversationMessages | undefined> {
   const rows = await db.query<JoinedRow>(
     `SELECT cv.channel_kind, p.* FROM conversations cv
      LEFT JOIN LATERAL (SELECT ${COLUMNS} WHERE m.tenant_id = cv.tenant_id AND m.conversation_id = cv.id AND ${where} ${tail}) p ON true
      WHERE cv.tenant_id = $1 AND cv.id = $2`,
     params,
+    { cachedPlan: true },
   );
   if (rows.length === 0) return undefined;
   const messages: MessageRow[] = [];
@@ -48,13 +51,13 @@ async function ofConversation(db: Queryable, params: unknown[], where: string, t
 }
 
 export const messageRepo = {
-  async get(db: Queryable, tenantId: string, conversationId: string, messageId: string): Promise<ConversationMessages | undefined> {
+  async get(db: Db, tenantId: string, conversationId: string, messageId: string): Promise<ConversationMessages | undefined> {
     return ofConversation(db, [tenantId, conversationId, messageId], 'm.id = $3');
   },
 
   /** A page of a conversation's messages, newest first, keyset before `before` (created_at, id). */
   async page(
-    db: Queryable,
+    db: Db,
     filter: { tenantId: string; conversationId: string; direction?: Direction },
     page: { limit: number; before?: { at: string; id: string } },
   ): Promise<ConversationMessages | undefined> {
