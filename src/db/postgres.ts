@@ -46,12 +46,18 @@ function statement(sql: string, params: readonly unknown[] | undefined): pg.Quer
  */
 const CACHED_PLAN_POOL_SIZE = 4;
 
-/** Connection settings for our schema; `planCacheMode` is the session's `plan_cache_mode` (see `statement`). */
-function connectionConfig(databaseUrl: string, schema: string, planCacheMode: 'force_custom_plan' | 'force_generic_plan'): pg.ClientConfig {
+/**
+ * Connection settings for our schema. Plans are made per call (see `statement`), or kept (`cached`): those
+ * connections also turn sequential scans off, because a plan made while a table is empty (where a scan costs
+ * nothing) would be kept as the table grows, and JIT off, which the disabled scans' cost would otherwise switch on
+ * (docs/decisions.md, "Kept plans never scan").
+ */
+function connectionConfig(databaseUrl: string, schema: string, plans: 'per-call' | 'cached'): pg.ClientConfig {
+  const settings = plans === 'cached' ? '-c plan_cache_mode=force_generic_plan -c enable_seqscan=off -c jit=off' : '-c plan_cache_mode=force_custom_plan';
   return {
     connectionString: databaseUrl,
     // public stays on the path for extension objects (pg_trgm lives there); our tables are in `schema`.
-    options: `-c plan_cache_mode=${planCacheMode}${schema === 'public' ? '' : ` -c search_path=${schema},public`}`,
+    options: `${settings}${schema === 'public' ? '' : ` -c search_path=${schema},public`}`,
   };
 }
 
@@ -85,7 +91,7 @@ class PostgresDb implements Db {
   }
 
   private cachedPlanPool(): pg.Pool {
-    this.cachedPlans ??= newPool(connectionConfig(this.databaseUrl, this.schema, 'force_generic_plan'), CACHED_PLAN_POOL_SIZE);
+    this.cachedPlans ??= newPool(connectionConfig(this.databaseUrl, this.schema, 'cached'), CACHED_PLAN_POOL_SIZE);
     return this.cachedPlans;
   }
 
@@ -142,7 +148,7 @@ class PostgresDb implements Db {
   }
 
   private async connectListener(): Promise<void> {
-    const client = new pg.Client(connectionConfig(this.databaseUrl, this.schema, 'force_custom_plan'));
+    const client = new pg.Client(connectionConfig(this.databaseUrl, this.schema, 'per-call'));
     this.listener = client;
     client.on('notification', (message) => {
       const prefix = `${this.schema}.`;
@@ -194,7 +200,7 @@ class PostgresDb implements Db {
 
 /** The pooled node-postgres driver; the schema is created when missing. */
 export async function openPostgres(databaseUrl: string, schema: string, poolSize: number): Promise<Db> {
-  const pool = newPool(connectionConfig(databaseUrl, schema, 'force_custom_plan'), poolSize);
+  const pool = newPool(connectionConfig(databaseUrl, schema, 'per-call'), poolSize);
   if (schema !== 'public') await pool.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
   return new PostgresDb(pool, schema, databaseUrl);
 }

@@ -1,0 +1,47 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Db } from '../src/db/driver.js';
+import { sharedDatabase } from './helpers/shared-db.js';
+
+// Statements run with `cachedPlan` keep a generic plan per connection, and nothing re-plans it while a table
+// grows but is never analysed (a server whose PostgreSQL runs without autovacuum, as this machine's does). A plan
+// made while a table is empty, where a scan costs nothing, would scan it forever: the kept-plan connections turn
+// sequential scans off, and JIT, which the disabled scans' cost would switch on (docs/decisions.md, "Kept plans
+// never scan").
+
+const url = process.env.DATABASE_URL;
+let database: Awaited<ReturnType<typeof sharedDatabase>> | undefined;
+let db: Db;
+
+before(async () => {
+  if (!url) return;
+  database = await sharedDatabase();
+  db = await database.open();
+});
+after(async () => {
+  if (!url) return;
+  await db.close();
+  await database?.drop();
+});
+
+type Plan = { Plan: { 'Node Type': string; 'Index Name'?: string } };
+const planOf = async (sql: string) => (await db.query<{ 'QUERY PLAN': Plan[] }>(sql, undefined, { cachedPlan: true }))[0]['QUERY PLAN'][0].Plan;
+
+test('a plan kept while a table was empty reads it by index once it has grown', { skip: url ? false : 'PostgreSQL only: PGlite keeps no plans' }, async () => {
+  await db.query('ANALYZE message_requests');
+  // One connection of the kept-plan pool serves these one after the other: PREPARE, then its plan, made now.
+  await db.query('PREPARE probe(text) AS SELECT status FROM message_requests WHERE id = $1', undefined, { cachedPlan: true });
+  const first = await planOf(`EXPLAIN (FORMAT JSON) EXECUTE probe('mrq_x')`);
+  await db.query(
+    `INSERT INTO message_requests (id, tenant_id, conversation_id, reply_id, channel_id, channel_kind, text, status, provider, created_at, updated_at)
+     SELECT 'mrq_' || i, 'ten_x', 'cnv_x', 'msg_' || i, 'chn_x', 'webchat', 'text', 'sent', 'sandbox', now(), now() FROM generate_series(1, 5000) AS i`,
+  );
+  const grown = await planOf(`EXPLAIN (FORMAT JSON) EXECUTE probe('mrq_x')`);
+  for (const plan of [first, grown]) {
+    assert.equal(plan['Node Type'], 'Index Scan', JSON.stringify(plan));
+    assert.equal(plan['Index Name'], 'message_requests_pkey');
+  }
+  assert.deepEqual(await db.query('SHOW jit', undefined, { cachedPlan: true }), [{ jit: 'off' }]);
+  // The connections that plan per call keep the planner's defaults.
+  assert.deepEqual(await db.query('SHOW enable_seqscan'), [{ enable_seqscan: 'on' }]);
+});
