@@ -1,25 +1,27 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Db } from '../src/db/driver.js';
+import { keyLifetime } from '../src/http/idempotency.js';
+import { OutboundQueue } from '../src/messaging/outbound.js';
+import { outboundRepo, type ReplyClaim } from '../src/messaging/outbound-repo.js';
 import { sharedDatabase } from './helpers/shared-db.js';
 
 // Statements run with `cachedPlan` keep a generic plan per connection, and nothing re-plans it while a table
 // grows but is never analysed (a server whose PostgreSQL runs without autovacuum, as this machine's does). A plan
 // made while a table is empty, where a scan costs nothing, would scan it forever: the kept-plan connections turn
 // sequential scans off, and JIT, which the disabled scans' cost would switch on (docs/decisions.md, "Kept plans
-// never scan").
+// never scan"). conversation_replies keeps its plans per connection too (plpgsql): its key lookups cannot be planned
+// as a scan of the keys (migration 0027).
 
 const url = process.env.DATABASE_URL;
 let database: Awaited<ReturnType<typeof sharedDatabase>> | undefined;
 let db: Db;
 
 before(async () => {
-  if (!url) return;
   database = await sharedDatabase();
   db = await database.open();
 });
 after(async () => {
-  if (!url) return;
   await db.close();
   await database?.drop();
 });
@@ -44,4 +46,34 @@ test('a plan kept while a table was empty reads it by index once it has grown', 
   assert.deepEqual(await db.query('SHOW jit', undefined, { cachedPlan: true }), [{ jit: 'off' }]);
   // The connections that plan per call keep the planner's defaults.
   assert.deepEqual(await db.query('SHOW enable_seqscan'), [{ enable_seqscan: 'on' }]);
+});
+
+test('the reply statement looks each Idempotency-Key up by key, even when planned on an analysed empty table', async () => {
+  const outbound = new OutboundQueue('sandbox', 10);
+  const at = new Date();
+  const claim = (key: string): ReplyClaim => ({
+    message: outbound.prepare(at, { tenantId: 'ten_plans', conversationId: 'conv_missing', channelId: 'chn_x', channelKind: 'webchat', recipientPhone: null, text: 'Hi' }),
+    windowHours: null,
+    operation: 'conversations.reply',
+    key,
+    requestHash: 'hash',
+    response: {},
+    ...keyLifetime(at),
+  });
+  const wake = { jobs: 'test_jobs', webhooks: 'test_webhooks' };
+  // One transaction holds one connection, so the second call runs the plans the first made.
+  const keysRead = await db.transaction(async (tx) => {
+    await tx.query('ANALYZE idempotency_keys');
+    assert.deepEqual((await outboundRepo.replies(tx, [claim('k0')], wake)).map((o) => o.outcome), ['missing']);
+    await tx.query(
+      `INSERT INTO idempotency_keys (tenant_id, operation, key, request_hash, state, response_status, response_body, locked_at, created_at, expires_at)
+       SELECT 'ten_plans', 'conversations.reply', 'key-' || i, 'hash', 'completed', 202, '{}', now(), now(), now() + interval '1 day'
+       FROM generate_series(1, 2000) AS i`,
+    );
+    const before = await tx.query<{ n: number }>("SELECT pg_stat_get_xact_tuples_returned('idempotency_keys_pkey'::regclass)::int AS n");
+    assert.deepEqual((await outboundRepo.replies(tx, [claim('k1'), claim('key-7')], wake)).map((o) => o.outcome), ['missing', 'taken']);
+    const after = await tx.query<{ n: number }>("SELECT pg_stat_get_xact_tuples_returned('idempotency_keys_pkey'::regclass)::int AS n");
+    return after[0].n - before[0].n;
+  });
+  assert.ok(keysRead <= 4, `the reply statement read ${keysRead} index entries of idempotency_keys for two replies`);
 });

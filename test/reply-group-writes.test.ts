@@ -67,7 +67,7 @@ test('one group: replies, a key used twice, an opted-out contact and a missing c
   assert.deepEqual((await written(`SELECT id FROM messages WHERE tenant_id = $1 AND direction = 'outbound' ORDER BY id`)).map((r) => r.id), sent.map((m) => m.message_id).sort());
   assert.deepEqual((await written(`SELECT id FROM message_requests WHERE tenant_id = $1 ORDER BY id`)).map((r) => r.id), sent.map((m) => m.request_id).sort());
   assert.deepEqual(
-    (await written(`SELECT dedupe_key AS id FROM jobs WHERE tenant_id = $1 AND task = 'messaging.send' ORDER BY dedupe_key`)).map((r) => r.id),
+    (await written(`SELECT payload ->> 'requestEventId' AS id FROM jobs WHERE tenant_id = $1 AND task = 'messaging.send' ORDER BY 1`)).map((r) => r.id),
     sent.map((m) => m.request_id).sort(),
   );
   assert.deepEqual(

@@ -68,9 +68,9 @@ interface ReplyRow {
 }
 
 export const outboundRepo = {
-  /** Writes the message and what comes with it (outbound_queue); the job's id is null when its dedupe key is pending. */
-  async queue(db: Queryable, message: OutboundMessage): Promise<{ job_id: number | null; deliveries: number }> {
-    const rows = await db.query<{ job_id: number | null; deliveries: number }>('SELECT job_id, deliveries FROM outbound_queue($1::jsonb)', [JSON.stringify(message)]);
+  /** Writes the message and what comes with it (outbound_queue); how many webhook deliveries its event fanned out to. */
+  async queue(db: Queryable, message: OutboundMessage): Promise<{ deliveries: number }> {
+    const rows = await db.query<{ deliveries: number }>('SELECT deliveries FROM outbound_queue($1::jsonb)', [JSON.stringify(message)]);
     return rows[0];
   },
 

@@ -39,8 +39,8 @@ export class OutboundQueue {
 
   async queue(tx: Tx, now: Date, input: OutboundInput): Promise<QueuedSend> {
     const message = this.prepare(now, input);
-    const { job_id, deliveries } = await outboundRepo.queue(tx, message);
-    if (job_id !== null) tx.notify(JOBS_CHANNEL);
+    const { deliveries } = await outboundRepo.queue(tx, message);
+    tx.notify(JOBS_CHANNEL);
     if (deliveries > 0) tx.notify(WEBHOOKS_CHANNEL);
     return { replyId: message.message_id, requestEventId: message.request_id };
   }
