@@ -1,4 +1,5 @@
--- Two changes to the writers of send jobs (issue 19); each function is otherwise restated as it was.
+-- Two changes to the statements that queue sends (issue 19). Each function is otherwise restated as it was, but
+-- for conversation_replies' count of queued jobs: it is now always the number of replies written.
 --
 -- A send job carries no dedupe key (docs/decisions.md "Send jobs have no dedupe key"). Its key was the message
 -- request's id, created in the same statement, so no other job could hold it; yet every insert paid for an entry
@@ -39,7 +40,6 @@ DECLARE
   allowed integer[] := '{}';
   written integer[];
   fanned_out text[];
-  jobs_queued integer;
   r record;
 BEGIN
   -- claims[n] is the n-th reply.
@@ -122,7 +122,6 @@ BEGIN
   INSERT INTO jobs (task, tenant_id, payload, run_at, max_attempts, created_at, updated_at)
   SELECT (c.m).job_task, (c.m).tenant_id, (c.m).job_payload, (c.m).at, (c.m).job_max_attempts, (c.m).at, (c.m).at
   FROM unnest(claims) c WHERE c.n = ANY (written) ORDER BY c.n;
-  GET DIAGNOSTICS jobs_queued = ROW_COUNT;
 
   -- webhook_emit (migration 0012) for every event at once.
   INSERT INTO webhook_events (id, tenant_id, type, occurred_at, body, created_at)
@@ -140,7 +139,7 @@ BEGIN
   )
   SELECT COALESCE(array_agg(fanned.event_id), '{}') INTO fanned_out FROM fanned;
 
-  IF jobs_queued > 0 THEN PERFORM pg_notify(p_jobs_channel, ''); END IF;
+  PERFORM pg_notify(p_jobs_channel, '');
   IF cardinality(fanned_out) > 0 THEN PERFORM pg_notify(p_webhooks_channel, ''); END IF;
   RETURN QUERY SELECT c.n, 'queued', NULL::text, NULL::text, NULL::integer, NULL::jsonb, NULL::boolean, NULL::boolean, NULL::timestamptz,
                       (SELECT count(*)::integer FROM unnest(fanned_out) e WHERE e = (c.m).event_id)
