@@ -14,7 +14,7 @@ import { sharedDatabase } from './helpers/shared-db.js';
 // as a scan of the keys (migration 0027).
 
 const url = process.env.DATABASE_URL;
-let database: Awaited<ReturnType<typeof sharedDatabase>> | undefined;
+let database: Awaited<ReturnType<typeof sharedDatabase>>;
 let db: Db;
 
 before(async () => {
@@ -23,7 +23,7 @@ before(async () => {
 });
 after(async () => {
   await db.close();
-  await database?.drop();
+  await database.drop();
 });
 
 type Plan = { Plan: { 'Node Type': string; 'Index Name'?: string } };
