@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { DomainError, errorBody } from './errors.js';
 import { clientErrorHandler, requestIdOf, sendError } from './http/edge-errors.js';
 import { applyRouteLimits, inputGuardHook } from './http/input-guard.js';
-import { BodyRate, closeIfBodyUnread, registerBodyRate } from './http/body-rate.js';
+import { BodyRate, closeIfBodyIgnored, closeIfBodyUnread, registerBodyRate } from './http/body-rate.js';
 import { registerJsonParser } from './http/json-body.js';
 import { applyServerLimits, SERVER_LIMITS } from './http/server-limits.js';
 import { authenticateHook } from './http/auth.js';
@@ -76,6 +76,7 @@ export async function buildApp(services: Services, logger: Logger, options: AppO
   app.addHook('onRequest', (request, reply, done) => {
     // On the raw response, so that hijacked replies (MCP) carry it too.
     reply.raw.setHeader('X-Request-Id', request.id);
+    closeIfBodyIgnored(request, reply);
     done();
   });
 

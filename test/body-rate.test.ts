@@ -136,3 +136,31 @@ test('a big body refused before it is read is not read: the answer closes the co
   assert.equal(small.statusCode, 401);
   assert.equal(small.headers.connection, 'keep-alive');
 });
+
+test('a GET carrying a body no route reads is answered with Connection: close, and the next request on the client is answered', async () => {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const get = (body?: string) =>
+    new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {
+      const headers: Record<string, string> = { authorization: `Bearer ${key}` };
+      if (body !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) });
+      const req = http.request({ host: '127.0.0.1', port, method: 'GET', path: '/m2m/v1/knowledge/items?limit=1', headers, agent }, (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection }));
+      });
+      // The server may close before it has read the whole body: the answer has come by then.
+      req.on('error', (error: NodeJS.ErrnoException) => (error.code === 'EPIPE' || error.code === 'ECONNRESET' ? undefined : reject(error)));
+      req.end(body);
+    });
+  try {
+    const big = await get(JSON.stringify({ filler: 'x'.repeat(1_500_000) }));
+    assert.equal(big.status, 200);
+    assert.equal(big.connection, 'close');
+    const small = await get(JSON.stringify({ a: 1 }));
+    assert.equal(small.connection, 'close', 'any body on a GET: the connection is not reused');
+    const next = await get();
+    assert.equal(next.status, 200);
+    assert.equal(next.connection, 'keep-alive', 'a GET without a body keeps its connection');
+  } finally {
+    agent.destroy();
+  }
+});

@@ -69,3 +69,18 @@ export function registerBodyRate(app: FastifyInstance, rate: BodyRate): void {
 export function closeIfBodyUnread(request: FastifyRequest, reply: FastifyReply): void {
   if (!request.raw.complete && mayExceedUnmetered(request.raw)) void reply.header('connection', 'close');
 }
+
+/** Methods whose body Fastify never reads: a body sent with one is left on the socket. */
+const BODYLESS_METHODS = new Set(['GET', 'HEAD', 'TRACE']);
+
+/**
+ * A request that carries a body no route reads (a GET with a JSON body) is answered with `Connection: close`:
+ * left unread, the body would stay on the keep-alive connection and the next request on it would never be
+ * parsed. Set on the raw response so that every answer to it, refusals included, carries it.
+ */
+export function closeIfBodyIgnored(request: FastifyRequest, reply: FastifyReply): void {
+  const { method, headers } = request.raw;
+  if (method === undefined || !BODYLESS_METHODS.has(method)) return;
+  const contentLength = headers['content-length'];
+  if (headers['transfer-encoding'] !== undefined || (contentLength !== undefined && contentLength !== '0')) reply.raw.setHeader('Connection', 'close');
+}
