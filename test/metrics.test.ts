@@ -7,6 +7,9 @@ import { startReceiver } from './helpers/receiver.js';
 import { freePort, inheritedEnv, ServerProcess } from './helpers/server-process.js';
 import { FULL_WEBHOOK_SCOPES } from './fixtures/webhooks.js';
 import { enqueue } from '../src/jobs/queue.js';
+import type { Db, PoolUse } from '../src/db/driver.js';
+import { Metrics } from '../src/metrics/prometheus.js';
+import { systemClock } from '../src/clock.js';
 
 // The real server with METRICS_PORT: API calls and webhook deliveries show up in the Prometheus text served at
 // GET /metrics on its own port.
@@ -96,8 +99,6 @@ describe('Prometheus metrics on METRICS_PORT', () => {
       'm2m_job_queue_oldest_age_seconds',
       'm2m_message_sends_total',
       'm2m_crawl_pages_total',
-      'm2m_db_pool_connections',
-      'm2m_db_pool_waiting_queries',
     ]) {
       assert.match(body, new RegExp(`^# TYPE ${name} `, 'm'), `${name} is exported`);
     }
@@ -106,6 +107,9 @@ describe('Prometheus metrics on METRICS_PORT', () => {
     if (database.env.DATABASE_URL) {
       assert.ok((sample(body, 'm2m_db_pool_connections') ?? 0) >= 1, 'the pool holds a connection');
       assert.equal(sample(body, 'm2m_db_pool_max_connections'), 20);
+      assert.equal(sample(body, 'm2m_db_pool_waiting_queries'), 0, "the scrape's own queries are not counted as waiting");
+    } else {
+      assert.doesNotMatch(body, /^# TYPE m2m_db_pool_/m, 'the embedded database has no pool: no pool gauges');
     }
     assert.ok((sample(body, 'process_resident_memory_bytes') ?? 0) > 10_000_000, 'Node default metrics are served');
     assert.match(body, /^nodejs_eventloop_lag_seconds /m);
@@ -149,5 +153,28 @@ test('without METRICS_PORT no metrics server is started', async () => {
     assert.equal(app.runtime.metricsPort, undefined);
   } finally {
     await app.close();
+  }
+});
+
+test("the pool gauges read the pool as the scrape found it, not the scrape's own queries waiting", async () => {
+  // A pool with no open connection (an idle node: they timed out): every query waits until it gets one.
+  const use: PoolUse = { total: 0, idle: 0, waiting: 0, max: 20 };
+  const db = {
+    kind: 'postgres',
+    poolUse: () => ({ ...use }),
+    async query() {
+      use.waiting++;
+      await new Promise((resolve) => setImmediate(resolve));
+      use.waiting--;
+      return [];
+    },
+  };
+  // Only the members the metrics use are given.
+  const metrics = new Metrics(db as unknown as Db, systemClock);
+  for (let i = 0; i < 3; i++) {
+    const body = await metrics.scrape();
+    assert.equal(sample(body, 'm2m_db_pool_waiting_queries'), 0);
+    assert.equal(sample(body, 'm2m_db_pool_connections'), 0);
+    assert.equal(sample(body, 'm2m_db_pool_max_connections'), 20);
   }
 });

@@ -1,9 +1,11 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { FastifyInstance } from 'fastify';
 import type { Clock } from '../clock.js';
-import type { Db } from '../db/driver.js';
+import type { Db, PoolUse } from '../db/driver.js';
 import type { WorkCounters } from './counters.js';
 import { deliveryLag, dueJobsByTask, type QueueRow } from './repo.js';
+
+const POOL_FIELDS = ['total', 'idle', 'waiting', 'max'] as const;
 
 /** `load` shared by the callers that ask while it runs (the gauges of one scrape). */
 function shared<T>(load: () => Promise<T>): () => Promise<T> {
@@ -25,8 +27,12 @@ export class Metrics {
   readonly registry = new Registry();
   readonly counters: WorkCounters;
   private readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
+  private poolGauges: Record<keyof PoolUse, Gauge> | undefined;
 
-  constructor(db: Db, clock: Clock) {
+  constructor(
+    private readonly db: Db,
+    clock: Clock,
+  ) {
     const registry = this.registry;
     collectDefaultMetrics({ register: registry });
     this.httpDuration = new Histogram({
@@ -94,20 +100,24 @@ export class Metrics {
         this.set((await lag()).lag_seconds);
       },
     });
-    const pool = (field: 'total' | 'idle' | 'waiting' | 'max', help: string) =>
-      new Gauge({
-        name: `m2m_db_pool_${field === 'total' ? 'connections' : field === 'max' ? 'max_connections' : field === 'idle' ? 'idle_connections' : 'waiting_queries'}`,
-        help,
-        registers: [registry],
-        collect() {
-          const use = db.poolUse();
-          if (use) this.set(use[field]);
-        },
-      });
-    pool('total', 'Open connections of the database pool (PostgreSQL)');
-    pool('idle', 'Idle connections of the database pool');
-    pool('waiting', 'Queries waiting for a database connection');
-    pool('max', 'Size limit of the database pool');
+    // Set by scrape() before this scrape's own queries take or wait for connections. PGlite has one connection
+    // and no pool: the gauges are not exported there.
+    const pool = (name: string, help: string) => new Gauge({ name, help, registers: [registry] });
+    if (db.poolUse() !== undefined) {
+      this.poolGauges = {
+        total: pool('m2m_db_pool_connections', 'Open connections of the database pool'),
+        idle: pool('m2m_db_pool_idle_connections', 'Idle connections of the database pool'),
+        waiting: pool('m2m_db_pool_waiting_queries', 'Queries waiting for a database connection'),
+        max: pool('m2m_db_pool_max_connections', 'Size limit of the database pool'),
+      };
+    }
+  }
+
+  /** The Prometheus text of one scrape. */
+  async scrape(): Promise<string> {
+    const use = this.db.poolUse();
+    if (use && this.poolGauges) for (const field of POOL_FIELDS) this.poolGauges[field].set(use[field]);
+    return this.registry.metrics();
   }
 
   /** Records every answered request under its route template (the raw URL would explode the label set). */

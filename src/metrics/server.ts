@@ -10,8 +10,8 @@ export async function startMetricsServer(metrics: Metrics, host: string, port: n
       response.writeHead(404, { 'content-type': 'text/plain' }).end('not found; metrics are at GET /metrics\n');
       return;
     }
-    metrics.registry
-      .metrics()
+    metrics
+      .scrape()
       .then((body) => response.writeHead(200, { 'content-type': metrics.registry.contentType }).end(body))
       .catch((error: unknown) => {
         log.warn({ err: error }, 'metrics collection failed');
