@@ -130,7 +130,7 @@ export async function buildApp(services: Services, logger: Logger, options: AppO
     async (api) => {
       api.addHook('onRequest', authenticateHook(services.apiKeys, limiter));
       registerOperations(api, services, OPERATIONS);
-      // The MCP SDK (~25 MB of RSS) is loaded only where MCP is enabled.
+      // The MCP SDK is large: it is loaded only where MCP is enabled.
       if (config.mcpEnabled) await api.register((await import('./mcp/routes.js')).mcpRoutes(services));
     },
     { prefix: API_PREFIX },

@@ -6,7 +6,7 @@ import { LocalSignals, TxHandle, finishCommit, notifyChannelName } from './tx-ha
 
 // int8 (count(*), bigserial) as JS numbers on both drivers: our counters stay far below 2^53.
 pg.types.setTypeParser(20, (value: string) => Number(value));
-// timestamptz: the common ISO form parsed by hand (a page of rows carries dozens), anything else as before.
+// timestamptz: the ISO form PostgreSQL prints read by epochMsOfTimestamptz, anything else by node-postgres's parser.
 const parseTimestamptzSlowly = pg.types.getTypeParser(1184, 'text');
 pg.types.setTypeParser(1184, (value: string) => {
   const ms = epochMsOfTimestamptz(value);
