@@ -71,7 +71,7 @@ export async function buildApp(services: Services, logger: Logger, options: AppO
   registerBodyRate(app, new BodyRate(config.bodyBytesPerSecond));
   app.setValidatorCompiler(validatorCompiler());
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
-  // Callback-style hooks (not async): they run on every request, and a promise per hook is measurable.
+  // Callback-style hooks (not async): they run on every request, which then makes no promise per hook.
   app.addHook('onRoute', applyRouteLimits);
   app.addHook('onRequest', (request, reply, done) => {
     // On the raw response, so that hijacked replies (MCP) carry it too.
