@@ -247,7 +247,6 @@ async function profile(query: Query, tenantId: string): Promise<QueryProfile[]> 
     plan = rows.map((r) => String(r['QUERY PLAN'])).join('\n');
     return [];
   };
-  // The unsearched list runs with a cached generic plan in the server (cachedPlan); here every call is planned.
   const explain = { query: explainQuery };
   const executionMs = () => Number(/Execution Time: ([\d.]+) ms/.exec(plan)?.[1] ?? Number.NaN);
   const out: QueryProfile[] = [];

@@ -107,8 +107,6 @@ export async function startServer(
     UNSAFE_ALLOW_PRIVATE_DESTINATIONS: 'true',
     ...dbEnv,
     ...(metricsPort ? { METRICS_PORT: metricsPort } : {}),
-    // As `npm start` sets it (docs/decisions.md: lean embedded default).
-    ...(options.compiled ? { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '16384' } : {}),
     ...extraEnv,
   };
   if (options.compiled && !existsSync(path.join(ROOT, 'dist/server/main.js'))) throw new Error('dist/server/main.js is missing: run npm run build first');

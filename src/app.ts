@@ -71,7 +71,7 @@ export async function buildApp(services: Services, logger: Logger, options: AppO
   registerBodyRate(app, new BodyRate(config.bodyBytesPerSecond));
   app.setValidatorCompiler(validatorCompiler());
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
-  // Callback-style hooks (not async): they run on every request, and a promise per hook is measurable.
+  // Callback-style hooks (not async): they run on every request, which then makes no promise per hook.
   app.addHook('onRoute', applyRouteLimits);
   app.addHook('onRequest', (request, reply, done) => {
     // On the raw response, so that hijacked replies (MCP) carry it too.
@@ -131,7 +131,7 @@ export async function buildApp(services: Services, logger: Logger, options: AppO
     async (api) => {
       api.addHook('onRequest', authenticateHook(services.apiKeys, limiter));
       registerOperations(api, services, OPERATIONS);
-      // The MCP SDK (~25 MB of RSS) is loaded only where MCP is enabled.
+      // The MCP SDK is large: it is loaded only where MCP is enabled.
       if (config.mcpEnabled) await api.register((await import('./mcp/routes.js')).mcpRoutes(services));
     },
     { prefix: API_PREFIX },

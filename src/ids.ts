@@ -2,9 +2,8 @@ import { randomBytes, randomFillSync } from 'node:crypto';
 
 const alphabet = '0123456789abcdefghijklmnopqrstuvwxyz';
 
-// Cryptographically random bytes drawn from a buffer refilled 4 KB at a time: a call to randomBytes costs
-// microseconds for a handful of bytes, and every request (its id) and every event takes some. Node's
-// crypto.randomUUID buffers the same way.
+// Cryptographically random bytes drawn from a buffer refilled 4 KB at a time, not a randomBytes call per id:
+// every request (its id) and every event takes a handful. Node's crypto.randomUUID buffers the same way.
 const POOL_SIZE = 4096;
 const pool = Buffer.alloc(POOL_SIZE);
 let poolOffset = POOL_SIZE;

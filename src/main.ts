@@ -1,7 +1,5 @@
-import { setFlagsFromString } from 'node:v8';
 import { ConfigError, loadConfig } from './config.js';
 import { openDatabase } from './db/open.js';
-import { startIdleCollector } from './util/idle-collector.js';
 
 /** What closing takes besides the grace of running work (connections, pools), at most. */
 const SHUTDOWN_SLACK_MS = 10_000;
@@ -18,11 +16,6 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  // The embedded database is PostgreSQL compiled to WebAssembly, which V8 compiles twice by default: at once
-  // (Liftoff), then its hot functions again in the background (TurboFan), competing with the start for the CPU.
-  // Liftoff alone starts sooner at the same query speed (docs/decisions.md, "Start, third pass"). Set before
-  // anything compiles WebAssembly, so every module compiles under one setting.
-  if (!config.databaseUrl) setFlagsFromString('--liftoff-only');
   // The database is opened and migrated while the rest of the code loads: the one waits on the database, the
   // other on the CPU, so a start takes the longer of the two instead of their sum.
   const database = openDatabase(config);
@@ -37,7 +30,6 @@ async function main(): Promise<void> {
     await runtime.app.ready();
   }
   if (config.role !== 'api') await runtime.startWorkers();
-  startIdleCollector({ onCollect: (pauseMs) => log.debug({ pauseMs: Math.round(pauseMs) }, 'memory collected after a burst of traffic') });
   log.info({ role: config.role, database: config.databaseUrl ? 'postgres' : 'pglite' }, 'started');
 
   let stopping = false;

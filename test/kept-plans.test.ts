@@ -6,14 +6,10 @@ import { OutboundQueue } from '../src/messaging/outbound.js';
 import { outboundRepo, type ReplyClaim } from '../src/messaging/outbound-repo.js';
 import { sharedDatabase } from './helpers/shared-db.js';
 
-// Statements run with `cachedPlan` keep a generic plan per connection, and nothing re-plans it while a table
-// grows but is never analysed (a server whose PostgreSQL runs without autovacuum, as this machine's does). A plan
-// made while a table is empty, where a scan costs nothing, would scan it forever: the kept-plan connections turn
-// sequential scans off, and JIT, which the disabled scans' cost would switch on (docs/decisions.md, "Kept plans
-// never scan"). conversation_replies keeps its plans per connection too (plpgsql): its key lookups cannot be planned
-// as a scan of the keys (migration 0027).
+// The planner is left as the server configures it. The reply statement (conversation_replies) keeps its plans
+// per connection (plpgsql): its Idempotency-Key lookups must stay lookups by key even when those plans were made
+// while idempotency_keys was empty.
 
-const url = process.env.DATABASE_URL;
 let database: Awaited<ReturnType<typeof sharedDatabase>>;
 let db: Db;
 
@@ -24,28 +20,6 @@ before(async () => {
 after(async () => {
   await db.close();
   await database.drop();
-});
-
-type Plan = { Plan: { 'Node Type': string; 'Index Name'?: string } };
-const planOf = async (sql: string) => (await db.query<{ 'QUERY PLAN': Plan[] }>(sql, undefined, { cachedPlan: true }))[0]['QUERY PLAN'][0].Plan;
-
-test('a plan kept while a table was empty reads it by index once it has grown', { skip: url ? false : 'PostgreSQL only: PGlite keeps no plans' }, async () => {
-  await db.query('ANALYZE message_requests');
-  // One connection of the kept-plan pool serves these one after the other: PREPARE, then its plan, made now.
-  await db.query('PREPARE probe(text) AS SELECT status FROM message_requests WHERE id = $1', undefined, { cachedPlan: true });
-  const first = await planOf(`EXPLAIN (FORMAT JSON) EXECUTE probe('mrq_x')`);
-  await db.query(
-    `INSERT INTO message_requests (id, tenant_id, conversation_id, reply_id, channel_id, channel_kind, text, status, provider, created_at, updated_at)
-     SELECT 'mrq_' || i, 'ten_x', 'cnv_x', 'msg_' || i, 'chn_x', 'webchat', 'text', 'sent', 'sandbox', now(), now() FROM generate_series(1, 5000) AS i`,
-  );
-  const grown = await planOf(`EXPLAIN (FORMAT JSON) EXECUTE probe('mrq_x')`);
-  for (const plan of [first, grown]) {
-    assert.equal(plan['Node Type'], 'Index Scan', JSON.stringify(plan));
-    assert.equal(plan['Index Name'], 'message_requests_pkey');
-  }
-  assert.deepEqual(await db.query('SHOW jit', undefined, { cachedPlan: true }), [{ jit: 'off' }]);
-  // The connections that plan per call keep the planner's defaults.
-  assert.deepEqual(await db.query('SHOW enable_seqscan'), [{ enable_seqscan: 'on' }]);
 });
 
 test('the reply statement looks each Idempotency-Key up by key, even when planned on an analysed empty table', async () => {
@@ -76,4 +50,12 @@ test('the reply statement looks each Idempotency-Key up by key, even when planne
     return after[0].n - before[0].n;
   });
   assert.ok(keysRead <= 4, `the reply statement read ${keysRead} index entries of idempotency_keys for two replies`);
+});
+
+test("the database's connections keep the server's planner settings", async () => {
+  // Nothing in the code tunes the planner per connection or per session (enable_*, jit, plan_cache_mode, …).
+  const tuned = await db.query<{ name: string; source: string }>(
+    `SELECT name, source FROM pg_settings WHERE category LIKE 'Query Tuning%' AND source IN ('client', 'session') ORDER BY name`,
+  );
+  assert.deepEqual(tuned, []);
 });

@@ -29,9 +29,9 @@ const VARIANTS: Array<{ name: string; filter: ListFilter; page: InboxPageRequest
 
 function render(): string {
   const parts = VARIANTS.map(({ name, filter, page: request }) => {
-    const { text, params, searching } = inboxListStatement(filter, request);
+    const { text, params } = inboxListStatement(filter, request);
     const bound = params.map((value, i) => `-- $${i + 1} = ${JSON.stringify(value)}`).join('\n');
-    return `-- ${name} (${searching ? 'planned per call' : 'cached generic plan'})\n${bound}\n${text.replace(/[ \t]+$/gm, '')};\n`;
+    return `-- ${name}\n${bound}\n${text.replace(/[ \t]+$/gm, '')};\n`;
   });
   return parts.join('\n');
 }

@@ -1,6 +1,6 @@
 // Bundles the compiled server (dist/src, from tsc) into dist/server, which `npm start` runs: Node 20 resolves,
-// reads and compiles every module file on its own, and those files were most of a start (docs/decisions.md, "The
-// bundle" and "Start, third pass"). Our code and the packages of the request path are inlined; a package that finds
+// reads and compiles every module file on its own, so a start reads a few chunks instead of thousands of files.
+// Our code and the packages of the request path are inlined; a package that finds
 // files beside itself stays a plain import from node_modules. Lazy imports stay lazy: each is its own chunk.
 import { readFile } from 'node:fs/promises';
 import { readFileSync, rmSync } from 'node:fs';

@@ -33,9 +33,6 @@ const COLUMNS = `m.id, m.conversation_id, m.direction, m.text, m.request_event_i
 /**
  * The conversation (its channel kind) and its messages matching `where` in one statement, so a read is one
  * round trip: no row when the conversation is not the tenant's, one row of nulls when no message matches.
- * Its best plan is the same for every value (primary keys, then the conversation's page index), so it runs with a
- * cached plan: planning it per call took longer than running it (docs/decisions.md, "Conversation content reads
- * run with a cached plan").
  */
 async function ofConversation(db: Db, params: unknown[], where: string, tail = ''): Promise<ConversationMessages | undefined> {
   const rows = await db.query<JoinedRow>(
@@ -43,7 +40,6 @@ async function ofConversation(db: Db, params: unknown[], where: string, tail = '
      LEFT JOIN LATERAL (SELECT ${COLUMNS} WHERE m.tenant_id = cv.tenant_id AND m.conversation_id = cv.id AND ${where} ${tail}) p ON true
      WHERE cv.tenant_id = $1 AND cv.id = $2`,
     params,
-    { cachedPlan: true },
   );
   if (rows.length === 0) return undefined;
   const messages: MessageRow[] = [];

@@ -9,11 +9,8 @@ export const inboxSearchRepo = {
    * the page), in one statement (search-sql.ts). The counts come on the first row.
    */
   async listWithCounts(db: Pick<Db, 'query'>, filter: ListFilter, page: InboxPageRequest): Promise<InboxPage> {
-    const { text, params, searching } = inboxListStatement(filter, page);
-    // Unsearched, the best plan is the same for every tenant and filter value (the inbox indexes): a cached
-    // generic plan. A search's best plan depends on its pattern (a rare name reads the trigram index, a common
-    // fragment walks the newest conversations), so it is planned for its values on every call.
-    const rows = await db.query<CountedRow>(text, params, { cachedPlan: !searching });
+    const { text, params } = inboxListStatement(filter, page);
+    const rows = await db.query<CountedRow>(text, params);
     const first = rows[0];
     return {
       rows: rows.filter((row): row is CountedRow & InboxRow => row.id !== null && row.id !== undefined),

@@ -139,8 +139,6 @@ export interface InboxPageRequest {
 export interface InboxStatement {
   text: string;
   params: unknown[];
-  /** A contact search: planned for its values (see search-repo.ts). */
-  searching: boolean;
 }
 
 /**
@@ -170,5 +168,5 @@ export function inboxListStatement(filter: ListFilter, page: InboxPageRequest): 
            ) p ON true
            ORDER BY p.last_message_at DESC, p.id DESC`;
   }
-  return { text: sql, params, searching };
+  return { text: sql, params };
 }

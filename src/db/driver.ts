@@ -1,7 +1,7 @@
 // The database seen by the rest of the code: one small interface (interface.ts), two drivers behind it.
 import type { Db } from './interface.js';
 
-export type { Db, PoolUse, QueryOptions, Queryable, Tx } from './interface.js';
+export type { Db, PoolUse, Queryable, Tx } from './interface.js';
 
 export interface DbOptions {
   databaseUrl?: string;

@@ -13,24 +13,12 @@ export interface Tx extends Queryable {
   exec(sql: string): Promise<void>;
 }
 
-/** How the Db runs one statement (outside a transaction). */
-export interface QueryOptions {
-  /**
-   * For a hot statement whose best plan does not depend on its parameter values (the webhook claim, the
-   * unsearched inbox list): on PostgreSQL it runs with a generic plan kept per connection, skipping the planning
-   * every other statement pays per call (for these, more than their execution: docs/decisions.md, "Measured
-   * costs"). PGlite runs it as any other statement.
-   */
-  cachedPlan?: boolean;
-}
-
 export interface Db extends Queryable {
   readonly kind: 'postgres' | 'pglite';
   /** Schema the tables live in (for advisory lock keys and channel names). */
   readonly schema: string;
-  query<T = Record<string, unknown>>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<T[]>;
   transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
-  /** Connections of the main pool (PostgreSQL); undefined on PGlite, which has a single connection. */
+  /** Connections of the pool (PostgreSQL); undefined on PGlite, which has a single connection. */
   poolUse(): PoolUse | undefined;
   /** The name under which `pg_notify` in a statement wakes listeners of `channel` on every node (PostgreSQL). */
   notifyName(channel: string): string;

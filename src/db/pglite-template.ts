@@ -54,7 +54,7 @@ copy(workerData.from, workerData.to);
 
 /**
  * Copies in a thread of its own: the copy (about a thousand small files) then runs beside the server's code
- * loading, instead of waiting for the busy event loop between files (docs/decisions.md, "Start, third pass").
+ * loading, instead of waiting for the busy event loop between files.
  */
 function copyTree(from: string, to: string): Promise<void> {
   return new Promise((resolve, reject) => {

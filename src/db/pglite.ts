@@ -11,9 +11,8 @@ import { LocalSignals, TxHandle, finishCommit, notifyChannelName } from './tx-ha
  * Marks code running inside a transaction callback. Using the Db itself there (instead of the tx) would
  * run outside the transaction on PostgreSQL and deadlock on PGlite's single connection, so it throws.
  * Marked and checked on PGlite only, where the mistake hangs and where the tests run by default: on Node 20 an
- * AsyncLocalStorage in use gives every promise of the process an async hook, which on PostgreSQL cost the
- * webhook worker and an emitting process about a tenth of their CPU and the worker a fifth of the garbage
- * it kept past young-generation GCs.
+ * AsyncLocalStorage in use gives every promise of the process an async hook, which a PostgreSQL deployment
+ * need not carry for a mistake that does not hang there.
  */
 const insideTransaction = new AsyncLocalStorage<boolean>();
 
@@ -26,8 +25,8 @@ function assertNotInTransaction(): void {
  * microtask: a queue of waiting requests would run statement after statement while Node reads no socket (a
  * health probe waited behind 64 list requests' queries). So statements and transactions queue here instead,
  * and once the queue has kept the thread for TURN_MS the next one starts only after the event loop has taken
- * in I/O. A yield before every statement cost a quarter of the list route's throughput (docs/decisions.md,
- * "PGlite takes turns").
+ * in I/O. It yields only after a turn, not before every statement: a statement that finds the thread
+ * free runs at once (docs/decisions.md, "PGlite takes turns").
  */
 const TURN_MS = 10;
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -98,9 +97,9 @@ class PgliteDb implements Db {
 }
 
 /**
- * PGlite's shared buffers live in the process's own memory (its WebAssembly heap): PostgreSQL's default of
- * 128 MB was most of an idle embedded server's RSS once touched. The database files are read through the
- * kernel's page cache anyway, so 16 MB costs little speed at this scale (docs/decisions.md).
+ * PGlite's shared buffers live in the process's own memory (its WebAssembly heap): PostgreSQL's default would
+ * stay with an embedded server once touched. The database files are read through the kernel's page cache
+ * anyway, so a small buffer pool suits an embedded server.
  */
 const PGLITE_SETTINGS = ['shared_buffers=16MB'];
 
@@ -113,7 +112,7 @@ export async function openPglite(options: { dataDir: string; schema: string; tem
     dataDir = path.resolve(options.dataDir, 'pgdata');
     mkdirSync(dataDir, { recursive: true });
   }
-  // Loaded only when used: the embedded engine costs ~45 MB of RSS that a PostgreSQL deployment should not carry.
+  // Loaded only when used: a PostgreSQL deployment should not carry the embedded engine's memory.
   const [{ PGlite }, { pg_trgm }] = await Promise.all([
     import('@electric-sql/pglite'),
     import('@electric-sql/pglite/contrib/pg_trgm'),

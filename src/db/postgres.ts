@@ -1,13 +1,12 @@
-// The PostgreSQL driver (node-postgres): named statements, the pool, the cached-plan pool and LISTEN/NOTIFY.
-import { createHash } from 'node:crypto';
+// The PostgreSQL driver (node-postgres): the pool, transactions and LISTEN/NOTIFY.
 import pg from 'pg';
-import type { Db, PoolUse, QueryOptions, Tx } from './interface.js';
+import type { Db, PoolUse, Tx } from './interface.js';
 import { epochMsOfTimestamptz } from './timestamp.js';
 import { LocalSignals, TxHandle, finishCommit, notifyChannelName } from './tx-handle.js';
 
 // int8 (count(*), bigserial) as JS numbers on both drivers: our counters stay far below 2^53.
 pg.types.setTypeParser(20, (value: string) => Number(value));
-// timestamptz: the common ISO form parsed by hand (a page of rows carries dozens), anything else as before.
+// timestamptz: the ISO form PostgreSQL prints read by epochMsOfTimestamptz, anything else by node-postgres's parser.
 const parseTimestamptzSlowly = pg.types.getTypeParser(1184, 'text');
 pg.types.setTypeParser(1184, (value: string) => {
   const ms = epochMsOfTimestamptz(value);
@@ -19,46 +18,14 @@ function sqlLiteral(value: string): string {
   return `'${value.replace(/'/g, "''")}'`;
 }
 
-/**
- * Parameterised statements run as named prepared statements (one per SQL text and connection), so PostgreSQL
- * parses and analyses each text once per connection instead of on every call: about a third of a hot list
- * query's server time. Plans stay per call (`plan_cache_mode=force_custom_plan` on the pool's connections), so
- * a skewed parameter (a rare or a common search pattern) is planned for its value exactly as before.
- * Texts are bounded by the code's query builders; past `MAX_NAMED` distinct texts, new ones run unnamed.
- */
-const MAX_NAMED = 500;
-const statementNames = new Map<string, string>();
-
+/** A statement for node-postgres: parameterised ones go through the extended protocol, planned for their values. */
 function statement(sql: string, params: readonly unknown[] | undefined): pg.QueryConfig {
-  const values = params as unknown[] | undefined;
-  if (!values) return { text: sql };
-  let name = statementNames.get(sql);
-  if (!name && statementNames.size < MAX_NAMED) {
-    name = `s_${createHash('sha1').update(sql).digest('base64url')}`;
-    statementNames.set(sql, name);
-  }
-  return { name, text: sql, values };
+  return params ? { text: sql, values: [...params] } : { text: sql };
 }
 
-/**
- * Connections for statements run with `cachedPlan`. The unsearched inbox list runs there at API request rates (planning was
- * two thirds of its database time), besides the webhook claim; four kept a 16-connection load as fast as eight.
- */
-const CACHED_PLAN_POOL_SIZE = 4;
-
-/**
- * Connection settings for our schema. Plans are made per call (see `statement`), or kept (`cached`): those
- * connections also turn sequential scans off, because a plan made while a table is empty (where a scan costs
- * nothing) would be kept as the table grows, and JIT off, which the disabled scans' cost would otherwise switch on
- * (docs/decisions.md, "Kept plans never scan").
- */
-function connectionConfig(databaseUrl: string, schema: string, plans: 'per-call' | 'cached'): pg.ClientConfig {
-  const settings = plans === 'cached' ? '-c plan_cache_mode=force_generic_plan -c enable_seqscan=off -c jit=off' : '-c plan_cache_mode=force_custom_plan';
-  return {
-    connectionString: databaseUrl,
-    // public stays on the path for extension objects (pg_trgm lives there); our tables are in `schema`.
-    options: `${settings}${schema === 'public' ? '' : ` -c search_path=${schema},public`}`,
-  };
+/** Connection settings for our schema: public stays on the path for extension objects (pg_trgm lives there). */
+function connectionConfig(databaseUrl: string, schema: string): pg.ClientConfig {
+  return schema === 'public' ? { connectionString: databaseUrl } : { connectionString: databaseUrl, options: `-c search_path=${schema},public` };
 }
 
 function newPool(config: pg.ClientConfig, max: number): pg.Pool {
@@ -76,23 +43,15 @@ class PostgresDb implements Db {
   private listener: pg.Client | undefined;
   private readonly listened = new Set<string>();
   private closing = false;
-  /** Connections whose prepared statements keep their generic plan (QueryOptions.cachedPlan); opened on first use. */
-  private cachedPlans: pg.Pool | undefined;
   constructor(
     private readonly pool: pg.Pool,
     readonly schema: string,
     private readonly databaseUrl: string,
   ) {}
 
-  async query<T>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<T[]> {
-    const pool = options?.cachedPlan ? this.cachedPlanPool() : this.pool;
-    const result = await pool.query(statement(sql, params));
+  async query<T>(sql: string, params?: readonly unknown[]): Promise<T[]> {
+    const result = await this.pool.query(statement(sql, params));
     return result.rows as T[];
-  }
-
-  private cachedPlanPool(): pg.Pool {
-    this.cachedPlans ??= newPool(connectionConfig(this.databaseUrl, this.schema, 'cached'), CACHED_PLAN_POOL_SIZE);
-    return this.cachedPlans;
   }
 
   poolUse(): PoolUse {
@@ -148,7 +107,7 @@ class PostgresDb implements Db {
   }
 
   private async connectListener(): Promise<void> {
-    const client = new pg.Client(connectionConfig(this.databaseUrl, this.schema, 'per-call'));
+    const client = new pg.Client(connectionConfig(this.databaseUrl, this.schema));
     this.listener = client;
     client.on('notification', (message) => {
       const prefix = `${this.schema}.`;
@@ -193,14 +152,13 @@ class PostgresDb implements Db {
   async close(): Promise<void> {
     this.closing = true;
     await this.listener?.end().catch(() => undefined);
-    await this.cachedPlans?.end();
     await this.pool.end();
   }
 }
 
 /** The pooled node-postgres driver; the schema is created when missing. */
 export async function openPostgres(databaseUrl: string, schema: string, poolSize: number): Promise<Db> {
-  const pool = newPool(connectionConfig(databaseUrl, schema, 'per-call'), poolSize);
+  const pool = newPool(connectionConfig(databaseUrl, schema), poolSize);
   if (schema !== 'public') await pool.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
   return new PostgresDb(pool, schema, databaseUrl);
 }

@@ -1,7 +1,7 @@
 /**
  * A timestamptz as the API prints it (what `iso()` makes of a Date: UTC, milliseconds, Z), formatted by the
- * database. Cheaper for Node than a Date per column, but to_char costs the database per call (docs/decisions.md,
- * "Measured costs"): hot list routes prefer `epochMs`.
+ * database, so Node makes no Date per column; the database then formats it on every call, so hot list routes
+ * prefer `epochMs` (a number neither side formats).
  */
 export function isoText(column: string): string {
   return `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;

@@ -2,8 +2,8 @@ import { SerializerSelector, type SerializerFactory } from '@fastify/fast-json-s
 
 /**
  * Fastify's own response serializers (fast-json-stringify, with the shared schemas), each built on the first
- * response of its route and status instead of at start: building every route's serializers was about 0.4 s of
- * the server's start, most of the time to ready on PostgreSQL.
+ * response of its route and status instead of at start: a start builds none, and a route never called builds
+ * none.
  */
 export function lazySerializers(): SerializerFactory {
   const build = SerializerSelector();

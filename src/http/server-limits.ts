@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 
 /**
- * Socket-level limits against slow or idle clients (figures and reasons in docs/decisions.md, "Hostile input").
+ * Socket-level limits against slow or idle clients (reasons in docs/decisions.md, "Hostile input").
  * They bound receiving a request only: responses that stream (the conversation event stream) are not cut.
  */
 export const SERVER_LIMITS = {

@@ -32,8 +32,8 @@ export function validatorCompiler(): FastifySchemaCompiler<FastifySchema> {
 type LazyValidate = ((data: unknown) => boolean) & { errors?: ValidateFunction['errors'] };
 
 /**
- * Compiled on the first request that needs it: compiling every route's schemas at start took most of a
- * second of the server's start, for routes a deployment may never call.
+ * Compiled on the first request that needs it: a start compiles no route's schemas, and a route a deployment
+ * never calls is never compiled.
  */
 function lazyValidator(ajv: Ajv, schema: object): LazyValidate {
   let compiled: ValidateFunction | undefined;

@@ -24,7 +24,7 @@ export interface Claimed {
 
 export class WorkLoop {
   private stopped = true;
-  /** Units running. A count (not a set of their promises): a set's churn at thousands of units a second was garbage. */
+  /** Units running. A count (not a set of their promises): nothing is added and removed per unit. */
   private inFlight = 0;
   private whenIdle: (() => void) | undefined;
   private wakeRequested = false;

@@ -32,7 +32,7 @@ export function htmlText(scope: HTMLElement, options: HtmlTextOptions): string {
     if (!line) return;
     let text: string;
     if (options.keepLineBreaks) text = line.replace(spaces, ' ').replace(/ *\n */g, '\n');
-    // Most paragraphs of a crawled page have single spaces only: the search is cheaper than rebuilding them.
+    // Most paragraphs of a crawled page have single spaces only: a line is rebuilt only when it has spaces to collapse.
     else text = COLLAPSIBLE.test(line) ? line.replace(spaces, ' ') : line;
     text = text.trim();
     if (text) blocks.push(text);

@@ -54,8 +54,8 @@ interface SourceColumns<Stamp> {
 export type SourceRow = SourceColumns<Date>;
 
 /**
- * An inventory row: timestamps selected as ISO 8601 text (cheaper than parsing and re-printing 600 dates a
- * page), plus its exact (microsecond) creation time as text for the keyset cursor.
+ * An inventory row: timestamps selected as ISO 8601 text (printed as the API prints them, not parsed into
+ * Dates to be printed again), plus its exact (microsecond) creation time as text for the keyset cursor.
  */
 export type InventoryRow = SourceColumns<string> & { created_key: string };
 

@@ -9,8 +9,8 @@ const TWO_32 = 4294967296;
 /**
  * Byte-pair encoding over a compact rank table: every token's bytes in one buffer (in rank order), an
  * offsets array, an open-addressing hash from bytes to rank and a direct table for two-byte tokens (the
- * first merges of every piece). For cl100k_base that is about 3 MB, where js-tiktoken's `Tiktoken` keeps
- * a string-keyed Map and a Map of 100k small Uint8Arrays (about 80 MB of RSS).
+ * first merges of every piece): a few flat arrays, where js-tiktoken's `Tiktoken` keeps a string-keyed Map and
+ * a Map of 100k small Uint8Arrays for the whole life of the process.
  *
  * The merge is tiktoken's: split the piece into bytes, then repeatedly merge the adjacent pair with the
  * lowest rank (the leftmost on ties) until no pair is a token.
@@ -332,7 +332,7 @@ let instance: BpeTokenizer | undefined;
 /**
  * The cl100k_base BPE (the encoding of OpenAI's text-embedding-3 models, so chunk sizes are what an
  * embedder will see). The ranks ship inside the js-tiktoken package: nothing is fetched at run time.
- * Built on first use (about 70 ms, about 3 MB), then shared by the process.
+ * Built on first use, then shared by the process.
  */
 export function tokenizer(): BpeTokenizer {
   instance ??= new BpeTokenizer(cl100kRanks());

@@ -7,7 +7,7 @@ let loading: Promise<UndiciApi> | undefined;
 
 /**
  * undici, the client of every outbound request, is a large part of the server's code: it is loaded with the
- * first outbound request instead of at every start (docs/decisions.md, "Start, third pass"). Its API is read
+ * first outbound request instead of at every start. Its API is read
  * from the default export (CommonJS `module.exports`): the bundle's chunk of undici has no named exports.
  */
 export function loadUndici(): Promise<UndiciApi> {

@@ -23,8 +23,8 @@ function enabled(logger: LevelLogger, level: Level): boolean {
 /**
  * A child logger that becomes a real pino child only when something is logged at an enabled level. Every
  * request binds fields twice (Fastify: the request id; the auth hook: tenant and key) and every webhook
- * attempt once; pino children were a measurable share of a list request's CPU (docs/decisions.md, "Measured
- * costs"), while most requests and attempts log nothing at the production level. Log lines are the same as with `parent.child(bindings)`.
+ * attempt once; making a pino child is work on every request, while most requests and attempts log nothing at
+ * the production level. Log lines are the same as with `parent.child(bindings)`.
  */
 class LazyChild implements LevelLogger {
   private made: LevelLogger | undefined;

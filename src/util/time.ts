@@ -1,6 +1,6 @@
-// Date#toISOString was the largest single cost of printing a page (figures: docs/decisions.md, "Measured
-// costs"). The "YYYY-MM-DDT" prefix of a few recent days is kept (a page alternates between a row's activity
-// and creation days) and the time of day is printed from two-digit strings: the same string.
+// Date#toISOString's string, made without it because every row of a list prints several dates: the
+// "YYYY-MM-DDT" prefix of a few recent days is kept (a page alternates between a row's activity and creation
+// days) and the time of day is printed from two-digit strings.
 const MAX_FOUR_DIGIT_YEAR_MS = 253_402_300_799_999;
 const DAY_MS = 86_400_000;
 const DAY_PREFIXES_KEPT = 64;

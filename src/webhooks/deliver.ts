@@ -173,7 +173,7 @@ export class WebhookDispatcher {
     // A host whose room this claim used up (or that had none) may have more due: claim again as it frees up.
     // So may the subscriptions after those this claim visited. On PGlite a full host waits for the batch window
     // (its releases wake the loop): the claim shares the one thread and connection with the sends and outcome
-    // writes, and claiming the few rows freed since the last claim cost more than the deliveries it took.
+    // writes, and a claim of the few rows freed since the last one would hold that thread for little work.
     const hostFull = this.db.kind === 'postgres' && [...left.values()].some((n) => n <= 0);
     const more = rows.length === limit || nextAfter !== '' || hostFull;
     return { units, more };
@@ -194,8 +194,8 @@ export class WebhookDispatcher {
   }
 
   /**
-   * The signing secret of a sealed value, decrypted once per value (a rotation seals a new one): AES-GCM per
-   * attempt was measurable at thousands of attempts a second. Bounded; the oldest entry goes first.
+   * The signing secret of a sealed value, decrypted once per value (a rotation seals a new one), not on every
+   * attempt. Bounded; the oldest entry goes first.
    */
   private secret(sealed: string): string {
     let secret = this.secrets.get(sealed);

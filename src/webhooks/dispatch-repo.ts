@@ -103,7 +103,7 @@ export const dispatchRepo = {
       request.room,
       request.defaultRoom,
     ];
-    const rows = await db.query<ClaimRow>(CLAIM_SQL, params, { cachedPlan: true });
+    const rows = await db.query<ClaimRow>(CLAIM_SQL, params);
     const meta = rows[0];
     return {
       deliveries: rows.filter((row): row is ClaimMeta & ClaimedDelivery => row.id !== null),

@@ -89,8 +89,8 @@ export class WebhookHttpClient {
   /**
    * One POST through the agent with a handler of our own: the final status, the body read up to
    * `maxResponseBytes` and dropped (past that the connection goes with it), and one deadline for the whole
-   * exchange. undici's request() with an AbortSignal cost a response stream, an async iterator and a signal
-   * per attempt (figures: docs/decisions.md, "Measured costs").
+   * exchange. undici's request() with an AbortSignal would make a response stream, an async iterator and a
+   * signal per attempt, none of which a dropped body needs.
    */
   private exchange(agent: Agent, target: URL, body: string, headers: Record<string, string>): Promise<Exchange> {
     return new Promise((resolve) => {

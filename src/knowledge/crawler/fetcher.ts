@@ -130,7 +130,7 @@ export class CrawlFetcher {
     }
   }
 
-  /** The body, collected from its data events (an async iterator per body costs more than the parse of a small page). */
+  /** The body, collected from its data events (no async iterator per body: a crawl reads many small pages). */
   private read(raw: Readable, encoding: string | undefined): Promise<Buffer> {
     const decode = decoder(encoding);
     // pipe() does not pass errors on: an aborted or failed body must end the decompressor too.

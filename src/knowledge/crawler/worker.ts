@@ -45,7 +45,7 @@ export function createCrawlWorker(runner: JobRunner, db: Db, config: Config, res
   return {
     async schedule(database, clock) {
       await scheduleRecrawls(database, clock);
-      // The tokenizer's table is built once the workers run, not on the first page a crawl chunks (decisions, "Crawl CPU").
+      // The tokenizer's table is built once the workers run, so the first page a crawl chunks does not wait for it.
       setImmediate(() => {
         try {
           tokenizer();

@@ -101,7 +101,7 @@ export class SnapshotWriter {
     const chunks: Array<{ sourceId: string; seq: number; text: string; tokens: number }> = [];
     const copies: Array<{ to: string; from: string }> = [];
     for (const page of batch) {
-      // A page's chunking is a millisecond or so of CPU: the pages fetched meanwhile are taken in between.
+      // Chunking holds the thread: the pages fetched meanwhile are taken in between pages.
       await nextTurn();
       const id = newId('ks');
       // A 304 answer: the previous page as it was (its text was not downloaded again).
