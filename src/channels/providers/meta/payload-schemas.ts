@@ -10,9 +10,10 @@ import { Validator } from 'typebox/compile';
 
 /** A check compiled on first use: most processes never parse a callback of every object. */
 export function lazyCheck<T extends TSchema>(schema: T): (value: unknown) => value is Static<T> {
-  let validator: Validator<{}, T> | undefined;
+  const context: Record<never, never> = {};
+  let validator: Validator<typeof context, T> | undefined;
   return (value: unknown): value is Static<T> => {
-    validator ??= new Validator({}, schema);
+    validator ??= new Validator(context, schema);
     return validator.Check(value);
   };
 }
