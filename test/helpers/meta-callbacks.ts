@@ -27,7 +27,7 @@ export interface WhatsAppInbound extends WhatsAppIds {
   replyTo?: string;
 }
 
-function whatsappEnvelope(ids: WhatsAppIds, value: Record<string, unknown>) {
+function whatsappEnvelope<V extends Record<string, unknown>>(ids: WhatsAppIds, value: V) {
   return {
     object: 'whatsapp_business_account',
     entry: [
