@@ -157,22 +157,33 @@ export class GraphClient {
       }
       body = form;
     }
-    const deadline = AbortSignal.timeout(this.timeoutMs);
+    // A deadline timer cleared once the answer is read: an abort that fires after the call completed would reach
+    // undici's finished request as an unhandled error.
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(new DOMException('the Graph API call timed out', 'TimeoutError')), this.timeoutMs);
+    const combined = new AbortController();
+    const abort = () => combined.abort();
+    call.signal.addEventListener('abort', abort, { once: true });
+    deadline.signal.addEventListener('abort', abort, { once: true });
     let response: Undici.Dispatcher.ResponseData;
     let text: string;
     try {
+      if (call.signal.aborted) abort();
       response = await undici.request(this.url(call.path, call.query), {
         method: call.method,
         headers,
         body,
-        signal: AbortSignal.any([call.signal, deadline]),
+        signal: combined.signal,
         headersTimeout: this.timeoutMs,
         bodyTimeout: this.timeoutMs,
         ...(this.options.dispatcher ? { dispatcher: this.options.dispatcher } : {}),
       });
       text = await response.body.text();
     } catch (error) {
-      throw networkError(error, deadline.aborted, call.sends === true);
+      throw networkError(error, deadline.signal.aborted, call.sends === true);
+    } finally {
+      clearTimeout(timer);
+      call.signal.removeEventListener('abort', abort);
     }
     const parsed = parseJson(text);
     if (response.statusCode >= 200 && response.statusCode < 300) {
@@ -207,6 +218,8 @@ export class GraphClient {
       throw new MediaDownloadError(failure.code === 'timeout' ? 'timeout' : 'unreachable', failure.message, failure.code !== 'blocked_destination');
     }
     const fail = (reason: MediaFailureReason, message: string, retryable: boolean): never => {
+      // Dropping an unread body aborts its request; the abort error it emits has no reader to go to.
+      response.body.on('error', () => {});
       response.body.destroy();
       throw new MediaDownloadError(reason, message, retryable);
     };
