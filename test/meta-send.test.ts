@@ -305,3 +305,40 @@ describe('Messenger and Instagram Send API', () => {
     assert.equal(fake.requests.at(-1)?.query.fields, 'name,username');
   });
 });
+
+describe('edges', () => {
+  test('media without Content-Length is cut off mid-stream at the cap', async () => {
+    const { createServer } = await import('node:http');
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'video/mp4' });
+      for (let i = 0; i < 20; i++) res.write(Buffer.alloc(1024, i));
+      res.end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const address = server.address();
+    const port = typeof address === 'object' && address ? address.port : 0;
+    try {
+      const download = await graph.download(`http://127.0.0.1:${port}/video`, { maxBytes: 5000, expectedContentType: 'video/mp4', signal });
+      assert.equal(download.sizeBytes, undefined);
+      await assert.rejects(
+        (async () => {
+          for await (const chunk of download.body) assert.ok(chunk);
+        })(),
+        (e) => e instanceof MediaDownloadError && e.reason === 'too_large',
+      );
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  test("the caller's abort is provider_aborted, possibly sent", async () => {
+    fake.setDelay(300);
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 50);
+    const error = await rejects(whatsapp.send({ kind: 'text', text: 'x', recipient: { phone: GUEST } }, WA, controller.signal));
+    fake.setDelay(0);
+    assert.equal(error.code, 'provider_aborted');
+    assert.equal(error.mayHaveBeenSent, true);
+  });
+});

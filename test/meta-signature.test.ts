@@ -31,3 +31,17 @@ test('upper-case hex is the same signature', () => {
   const good = signMetaPayload(SECRET, RAW);
   assert.equal(verifyMetaSignature(SECRET, RAW, 'sha256=' + good.slice(7).toUpperCase()), true);
 });
+
+test('postCallback signs a documented fixture over the bytes it sends', async () => {
+  const { startReceiver } = await import('./helpers/receiver.js');
+  const { metaFixture, postCallback } = await import('./helpers/meta-callbacks.js');
+  const receiver = await startReceiver();
+  try {
+    const answer = await postCallback(receiver.url, metaFixture('wa-text'), SECRET);
+    assert.equal(answer.status, 200);
+    const [received] = receiver.received;
+    assert.equal(verifyMetaSignature(SECRET, Buffer.from(received.body), received.headers['x-hub-signature-256']), true);
+  } finally {
+    await receiver.close();
+  }
+});

@@ -180,6 +180,10 @@ export class GraphClient {
       });
       text = await response.body.text();
     } catch (error) {
+      if (call.signal.aborted && !deadline.signal.aborted) {
+        // The caller gave up (lease lost, shutdown): the request may have gone out; the caller decides what next.
+        throw new GraphError('provider_aborted', 'the Graph API call was aborted', { retryable: true, mayHaveBeenSent: call.sends === true });
+      }
       throw networkError(error, deadline.signal.aborted, call.sends === true);
     } finally {
       clearTimeout(timer);
