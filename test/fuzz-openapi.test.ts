@@ -1,7 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import type { LightMyRequestResponse } from 'fastify';
+import { Pool } from 'undici';
 import { startTestApp, type TestApp } from './helpers/app.js';
 import { anyText, invalid, valid, type Json, type JsonSchema } from './helpers/fuzz/arbitraries.js';
 import { seedTenant, tenantFingerprint, type FuzzTenant } from './helpers/fuzz/world.js';
@@ -12,7 +12,9 @@ import { seedTenant, tenantFingerprint, type FuzzTenant } from './helpers/fuzz/w
 // values, unknown parameters, tampered cursors), headers and bodies (schema-valid, wrong types, unknown
 // properties, deep nesting, non-JSON), and checks: never a 5xx; X-Request-Id always; the error envelope on
 // every 4xx; a refused write leaves every row of the caller's tenant as it was; a request naming another
-// tenant's id is never a success and never changes that tenant's rows.
+// tenant's id is never a success and never changes that tenant's rows. Requests go over real sockets, 4
+// persistent connections, as a keep-alive client sends them: every request must be answered (a body left unread
+// on a connection would stall the next request on it).
 // `npm test` runs a fixed seed and FUZZ_RUNS (default 8) cases per operation; `npm run fuzz` a random seed.
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 8);
@@ -44,7 +46,18 @@ interface GeneratedRequest {
   foreign: boolean;
 }
 
+/** How long a request may go unanswered before it counts as unanswered (the server's own request timeout is 30 s). */
+const UNANSWERED_AFTER_MS = 15_000;
+
+/** An answer as the fuzzer reads it. */
+interface Answer {
+  statusCode: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
 let app: TestApp;
+let pool: Pool;
 let own: FuzzTenant;
 let other: FuzzTenant;
 let operations: Operation[];
@@ -66,9 +79,33 @@ before(async () => {
       body: op.requestBody?.content?.['application/json']?.schema,
     })),
   );
+  await app.runtime.app.listen({ host: '127.0.0.1', port: 0 });
+  const address = app.runtime.app.server.address();
+  assert.ok(address && typeof address === 'object');
+  pool = new Pool(`http://127.0.0.1:${address.port}`, { connections: 4, pipelining: 1, headersTimeout: UNANSWERED_AFTER_MS, bodyTimeout: UNANSWERED_AFTER_MS });
   console.log(`fuzz: seed ${SEED}, ${RUNS} runs per operation, ${operations.length} operations`);
 });
-after(() => app.close());
+after(async () => {
+  await pool?.close();
+  await app.close();
+});
+
+/** Sends a request over the pool; undefined when it was not answered in time. */
+async function send(method: string, request: GeneratedRequest): Promise<Answer | undefined> {
+  // A header no HTTP client can send (a control character): checked in-process instead.
+  if (Object.values(request.headers).some((value) => /[^\t\x20-\x7e\x80-\xff]/.test(value))) {
+    const res = await app.runtime.app.inject({ method: method as 'GET', url: request.url, headers: request.headers, payload: request.payload });
+    return { statusCode: res.statusCode, headers: res.headers, body: res.body };
+  }
+  try {
+    const res = await pool.request({ method: method as 'GET', path: request.url, headers: request.headers, body: request.payload });
+    return { statusCode: res.statusCode, headers: res.headers, body: await res.body.text() };
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return undefined;
+    throw error;
+  }
+}
 
 /** Percent-encodes text; unpaired surrogates (which encodeURIComponent refuses) go as UTF-8 of U+FFFD. */
 function encode(text: string): string {
@@ -112,7 +149,9 @@ const headerText = fc.oneof(
 
 function bodyOf(operation: Operation): fc.Arbitrary<{ payload?: string; contentType?: string }> {
   const json = (value: Json) => ({ payload: JSON.stringify(value), contentType: 'application/json' });
+  const big = { payload: JSON.stringify({ filler: 'x'.repeat(1_500_000) }), contentType: 'application/json' };
   const odd = fc.constantFrom(
+    big,
     { payload: '{"a":', contentType: 'application/json' },
     { payload: '', contentType: 'application/json' },
     { payload: 'hello', contentType: 'text/plain' },
@@ -160,15 +199,15 @@ function requestOf(operation: Operation): fc.Arbitrary<GeneratedRequest> {
     });
 }
 
-function describeRequest(operation: Operation, request: GeneratedRequest, res?: LightMyRequestResponse): string {
+function describeRequest(operation: Operation, request: GeneratedRequest, res?: Answer): string {
   const payload = request.payload && request.payload.length > 300 ? `${request.payload.slice(0, 300)}…` : request.payload;
   return `${operation.method} ${request.url.slice(0, 300)} ${JSON.stringify(request.headers)} ${payload ?? ''}${res ? ` → ${res.statusCode} ${res.body.slice(0, 300)}` : ''}`;
 }
 
-function assertEnvelope(res: LightMyRequestResponse, what: string): void {
+function assertEnvelope(res: Answer, what: string): void {
   assert.match(String(res.headers['x-request-id']), REQUEST_ID, `no X-Request-Id: ${what}`);
   if (res.statusCode < 400) return;
-  const body = res.json() as { error?: { code?: unknown; message?: unknown; details?: unknown } };
+  const body = JSON.parse(res.body) as { error?: { code?: unknown; message?: unknown; details?: unknown } };
   assert.ok(body.error, `no envelope: ${what}`);
   assert.match(String(body.error.code), /^M2M_[A-Z_]+$/, what);
   assert.equal(typeof body.error.message, 'string', what);
@@ -177,6 +216,7 @@ function assertEnvelope(res: LightMyRequestResponse, what: string): void {
 
 test('every operation of the served OpenAPI document: never a 5xx, always the envelope and X-Request-Id, a refusal writes nothing', async () => {
   let requests = 0;
+  let unanswered = 0;
   const statuses = new Map<number, number>();
   for (const operation of operations) {
     const mutates = operation.method !== 'GET';
@@ -184,8 +224,13 @@ test('every operation of the served OpenAPI document: never a 5xx, always the en
       fc.asyncProperty(requestOf(operation), async (request) => {
         const ownBefore = mutates ? await tenantFingerprint(app, own.tenantId) : undefined;
         const otherBefore = mutates && request.foreign ? await tenantFingerprint(app, other.tenantId) : undefined;
-        const res = await app.runtime.app.inject({ method: operation.method as 'GET', url: request.url, headers: request.headers, payload: request.payload });
+        const res = await send(operation.method, request);
         requests += 1;
+        if (!res) {
+          unanswered += 1;
+          assert.fail(`no answer within ${UNANSWERED_AFTER_MS} ms: ${describeRequest(operation, request)}`);
+        }
+        assert.notEqual(res.statusCode, 408, `a request sent whole timed out at the server: ${describeRequest(operation, request, res)}`);
         statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1);
         const what = describeRequest(operation, request, res);
         assert.ok(res.statusCode < 500, `5xx: ${what}`);
@@ -197,6 +242,7 @@ test('every operation of the served OpenAPI document: never a 5xx, always the en
       { seed: SEED, numRuns: RUNS, endOnFailure: true },
     );
   }
-  console.log(`fuzz: ${requests} requests; statuses ${JSON.stringify(Object.fromEntries([...statuses].sort((a, b) => a[0] - b[0])))}`);
+  console.log(`fuzz: ${requests} requests, ${unanswered} unanswered; statuses ${JSON.stringify(Object.fromEntries([...statuses].sort((a, b) => a[0] - b[0])))}`);
+  assert.equal(unanswered, 0);
   assert.ok(requests >= operations.length * RUNS);
 });
