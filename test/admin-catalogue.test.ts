@@ -3,11 +3,10 @@ import assert from 'node:assert/strict';
 import Fastify from 'fastify';
 import { Type } from 'typebox';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { ADMIN_OPERATIONS } from '../src/admin/catalogue.js';
-import { defineAdminOperation } from '../src/admin/define.js';
-import { registerAdminOperations } from '../src/admin/rest.js';
 import { ErrorBody } from '../src/http/schemas.js';
-import { OPERATIONS } from '../src/operations/catalogue.js';
+import { ADMIN_OPERATIONS, OPERATIONS } from '../src/operations/catalogue.js';
+import { defineOperation } from '../src/operations/define.js';
+import { registerOperations } from '../src/operations/rest.js';
 import { startTestApp, type TestApp } from './helpers/app.js';
 
 // The admin catalogue: its own document behind the admin token, nothing of it in the public document, and
@@ -59,7 +58,8 @@ test("tenant routes check the path's tenant before anything else runs", async ()
 });
 
 test('an answer that drifts from its declared schema is a 500, not a silently dropped field', async () => {
-  const drifting = defineAdminOperation({
+  const drifting = defineOperation({
+    surface: 'admin',
     operationId: 'drift',
     method: 'GET',
     path: '/drift',
@@ -70,7 +70,7 @@ test('an answer that drifts from its declared schema is a 500, not a silently dr
   });
   const fastify = Fastify();
   fastify.addSchema(ErrorBody);
-  registerAdminOperations(fastify, app.runtime.services, [drifting]);
+  registerOperations(fastify, app.runtime.services, [drifting]);
   const res = await fastify.inject({ method: 'GET', url: '/drift' });
   assert.equal(res.statusCode, 500);
   await fastify.close();
