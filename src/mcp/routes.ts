@@ -7,7 +7,7 @@ import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } fr
 import { Type } from 'typebox';
 import { insufficientScope, type Principal } from '../auth/keys.js';
 import { refusedScopes } from '../auth/scopes.js';
-import { keyCtx } from '../context.js';
+import { keyCtx } from '../auth/context.js';
 import { DomainError, errorBody, invalid, type ErrorCode, type Issue } from '../errors.js';
 import { principalOf } from '../http/auth.js';
 import { Strict, StringEnum } from '../http/schemas.js';

@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ValidateFunction } from 'ajv';
 import { Type, type TObject, type TSchema } from 'typebox';
-import { adminCtx, keyCtx } from '../context.js';
+import { keyCtx } from '../auth/context.js';
+import { adminCtx } from '../context.js';
 import { principalOf } from '../http/auth.js';
 import { errorResponses } from '../http/schemas.js';
 import { buildAjv } from '../http/validation.js';
