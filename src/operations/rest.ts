@@ -19,7 +19,7 @@ export interface RouteServices extends ExecuteServices {
 }
 
 /** `/webhooks/{subscriptionId}` → `/webhooks/:subscriptionId` */
-export function fastifyPath(path: string): string {
+function fastifyPath(path: string): string {
   return path.replace(/\{([A-Za-z0-9_]+)\}/g, ':$1');
 }
 
@@ -68,12 +68,12 @@ function adminRouteSchema(operation: AdminOperation): Record<string, unknown> {
 }
 
 /** The route schema of an operation: what Fastify validates and what its surface's OpenAPI document says. */
-export function routeSchema(operation: CatalogueOperation): Record<string, unknown> {
+function routeSchema(operation: CatalogueOperation): Record<string, unknown> {
   return operation.surface === 'admin' ? adminRouteSchema(operation) : publicRouteSchema(operation);
 }
 
 /** Path parameters, query and body merged into one object (validated already). */
-export function inputOf(request: FastifyRequest): Record<string, unknown> {
+function inputOf(request: FastifyRequest): Record<string, unknown> {
   const parts = [request.params, request.query, request.body];
   const input: Record<string, unknown> = {};
   for (const part of parts) if (part && typeof part === 'object') Object.assign(input, part);
