@@ -22,7 +22,7 @@ import { shareRoutes } from './knowledge/share-routes.js';
 import { migrationsApplied } from './db/migrate.js';
 import { docsRoutes } from './docs/routes.js';
 import { OPERATIONS } from './operations/catalogue.js';
-import { publicDocument } from './operations/openapi.js';
+import { hideAdminRoutes, OPENAPI_REFERENCES, publicDocument } from './operations/openapi.js';
 import { registerOperations } from './operations/rest.js';
 import { SHARED_SCHEMAS } from './operations/shared-schemas.js';
 import { UNAVAILABLE_RETRY_AFTER_SECONDS } from './db/unavailable.js';
@@ -102,7 +102,8 @@ export async function buildApp(services: Services, logger: Logger, options: AppO
       components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'Tenant-scoped API key' } } },
       security: [{ bearerAuth: [] }],
     },
-    refResolver: { buildLocalReference: (json, _base, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+    refResolver: OPENAPI_REFERENCES,
+    transform: hideAdminRoutes,
   });
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));

@@ -1,4 +1,3 @@
-import type { Principal } from './auth/keys.js';
 import type { Db, Tx } from './db/driver.js';
 
 /**
@@ -27,14 +26,6 @@ export function transactionOf<T>(db: Db, ctx: Ctx, work: (tx: Tx) => Promise<T>)
 
 export const systemActor: Actor = { type: 'system', id: null, name: 'system' };
 export const adminActor: Actor = { type: 'admin', id: null, name: 'Admin API' };
-
-export function keyActor(principal: Principal): Actor {
-  return { type: 'api_key', id: principal.apiKeyId, name: principal.apiKeyName, scopes: principal.scopes };
-}
-
-export function keyCtx(principal: Principal, requestId: string): Ctx {
-  return { tenantId: principal.tenantId, actor: keyActor(principal), requestId };
-}
 
 export function adminCtx(tenantId: string, requestId: string): Ctx {
   return { tenantId, actor: adminActor, requestId };

@@ -7,6 +7,7 @@ import { openDatabase, type OpenedDatabase } from './db/open.js';
 import { buildApp, type App } from './app.js';
 import { JobRunner } from './jobs/runner.js';
 import { registerMaintenance } from './jobs/maintenance.js';
+import { purgeExpiredIdempotencyKeys } from './http/idempotency.js';
 import type { JobWorker } from './jobs/worker.js';
 import { loadKeyring } from './secrets.js';
 import { createServices, type Services } from './services.js';
@@ -109,7 +110,16 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   });
   // Each domain registers its job handlers and says what to schedule at start and release at close.
   const workers: JobWorker[] = [
-    registerMaintenance(runner, { db, webhooks: services.webhooks, events: services.events }),
+    registerMaintenance(runner, {
+      db,
+      // Webhook delivery metadata 30 days after completion, events after 30 days, stored idempotent responses
+      // after 24 hours. After the deliveries: an event is kept while a delivery still refers to it.
+      purges: [
+        { name: 'deliveries', run: () => services.webhooks.purgeExpired() },
+        { name: 'events', run: () => services.events.purgeExpired() },
+        { name: 'idempotencyKeys', run: (now) => purgeExpiredIdempotencyKeys(db, now) },
+      ],
+    }),
     registerSendPipeline(runner, { db, provider, counters }),
     registerAutomation(runner, { db, sender: services.followUpSender, intervalMs: config.crmAutomationIntervalMs }),
     registerPreCheckin(runner, { db, reservations: services.reservations }),

@@ -9,7 +9,7 @@ import { ConversationService } from './conversations/service.js';
 import { InboxService } from './conversations/inbox.js';
 import { ConversationContentService } from './conversations/content.js';
 import { ReplyService } from './messaging/reply.js';
-import { Cursors } from './http/cursor.js';
+import { Cursors } from './platform/cursor.js';
 import { MessagingService } from './messaging/service.js';
 import { OutboundQueue } from './messaging/outbound.js';
 import { CrmService } from './crm/service.js';

@@ -3,11 +3,12 @@ import assert from 'node:assert/strict';
 import Fastify from 'fastify';
 import { Type } from 'typebox';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { ADMIN_OPERATIONS } from '../src/admin/catalogue.js';
-import { defineAdminOperation } from '../src/admin/define.js';
-import { registerAdminOperations } from '../src/admin/rest.js';
 import { ErrorBody } from '../src/http/schemas.js';
-import { OPERATIONS } from '../src/operations/catalogue.js';
+import { ADMIN_OPERATIONS, CATALOGUE, OPERATIONS } from '../src/operations/catalogue.js';
+import { buildTools } from '../src/mcp/tools.js';
+import { OPERATIONS as SDK_OPERATIONS } from '../packages/client/src/index.js';
+import { defineOperation } from '../src/operations/define.js';
+import { registerOperations } from '../src/operations/rest.js';
 import { startTestApp, type TestApp } from './helpers/app.js';
 
 // The admin catalogue: its own document behind the admin token, nothing of it in the public document, and
@@ -19,6 +20,19 @@ before(async () => {
   app = await startTestApp();
 });
 after(() => app.close());
+
+test('one catalogue: admin operations are entries of it, and none is an MCP tool or an SDK method', () => {
+  assert.equal(CATALOGUE.length, OPERATIONS.length + ADMIN_OPERATIONS.length);
+  for (const op of [...OPERATIONS, ...ADMIN_OPERATIONS]) assert.ok(CATALOGUE.includes(op), op.operationId);
+  assert.ok(ADMIN_OPERATIONS.every((op) => op.surface === 'admin'));
+  const tools = [...buildTools().values()];
+  assert.equal(tools.length, OPERATIONS.length);
+  assert.ok(tools.every((tool) => tool.operation.surface === 'public'));
+  const publicIds = new Set(OPERATIONS.map((op) => op.operationId));
+  for (const op of ADMIN_OPERATIONS.filter((admin) => !publicIds.has(admin.operationId))) {
+    assert.equal(Object.hasOwn(SDK_OPERATIONS, op.operationId), false, `${op.operationId} has no SDK method`);
+  }
+});
 
 test('the public document has no admin route', async () => {
   const doc = (await app.api(undefined, 'GET', '/openapi.json')).json();
@@ -59,7 +73,8 @@ test("tenant routes check the path's tenant before anything else runs", async ()
 });
 
 test('an answer that drifts from its declared schema is a 500, not a silently dropped field', async () => {
-  const drifting = defineAdminOperation({
+  const drifting = defineOperation({
+    surface: 'admin',
     operationId: 'drift',
     method: 'GET',
     path: '/drift',
@@ -70,7 +85,7 @@ test('an answer that drifts from its declared schema is a 500, not a silently dr
   });
   const fastify = Fastify();
   fastify.addSchema(ErrorBody);
-  registerAdminOperations(fastify, app.runtime.services, [drifting]);
+  registerOperations(fastify, app.runtime.services, [drifting]);
   const res = await fastify.inject({ method: 'GET', url: '/drift' });
   assert.equal(res.statusCode, 500);
   await fastify.close();

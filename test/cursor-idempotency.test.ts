@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { ManualClock } from '../src/clock.js';
 import { DomainError } from '../src/errors.js';
-import { Cursors } from '../src/http/cursor.js';
+import { Cursors } from '../src/platform/cursor.js';
 import { runIdempotent, purgeExpiredIdempotencyKeys } from '../src/http/idempotency.js';
 import { startTestApp, type TestApp } from './helpers/app.js';
 

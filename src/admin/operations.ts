@@ -1,6 +1,6 @@
 import { TemplateReadiness } from '../messaging/schema.js';
 import { TestEventBody } from '../webhooks/schema.js';
-import { defineAdminOperation } from './define.js';
+import { defineOperation } from '../operations/define.js';
 import {
   ApiKey,
   Channel,
@@ -24,10 +24,23 @@ import {
   TenantParams,
   TenantSettings,
 } from './schema.js';
+import type { ApiKeyService } from '../auth/keys.js';
+import type { ChannelService } from '../channels/service.js';
+import type { TenantService } from '../tenants/service.js';
+import type { WebhookService } from '../webhooks/service.js';
+
+/** What the provisioning operations call. */
+export interface ProvisioningServices {
+  apiKeys: ApiKeyService;
+  channels: ChannelService;
+  tenants: TenantService;
+  webhooks: WebhookService;
+}
 
 /** Provisioning: tenants, their settings, keys, operators, properties, channels and templates. */
 export const provisioningAdminOperations = [
-  defineAdminOperation({
+  defineOperation({
+    surface: 'admin',
     operationId: 'createTenant',
     method: 'POST',
     path: '/tenants',
@@ -35,9 +48,10 @@ export const provisioningAdminOperations = [
     body: CreateTenantBody,
     status: 201,
     response: Tenant,
-    handler: (services, _ctx, input) => services.tenants.create(input),
+    handler: (services: ProvisioningServices, _ctx, input) => services.tenants.create(input),
   }),
-  defineAdminOperation({
+  defineOperation({
+    surface: 'admin',
     operationId: 'updateTenantSettings',
     method: 'PATCH',
     path: '/tenants/{tenantId}/settings',
@@ -47,9 +61,10 @@ export const provisioningAdminOperations = [
     status: 200,
     response: TenantSettings,
     errors: [404],
-    handler: (services, ctx, patch) => services.tenants.updateSettings(ctx.tenantId, patch),
+    handler: (services: ProvisioningServices, ctx, patch) => services.tenants.updateSettings(ctx.tenantId, patch),
   }),
-  defineAdminOperation({
+  defineOperation({
+    surface: 'admin',
     operationId: 'createApiKey',
     method: 'POST',
     path: '/tenants/{tenantId}/api-keys',
@@ -59,9 +74,10 @@ export const provisioningAdminOperations = [
     status: 201,
     response: CreatedApiKey,
     errors: [404],
-    handler: (services, ctx, input) => services.apiKeys.create(ctx.tenantId, input),
+    handler: (services: ProvisioningServices, ctx, input) => services.apiKeys.create(ctx.tenantId, input),
   }),
-  defineAdminOperation({
+  defineOperation({
+    surface: 'admin',
     operationId: 'updateApiKeyScopes',
     method: 'PATCH',
     path: '/tenants/{tenantId}/api-keys/{apiKeyId}',
@@ -71,9 +87,10 @@ export const provisioningAdminOperations = [
     status: 200,
     response: ApiKey,
     errors: [404],
-    handler: (services, ctx, input) => services.apiKeys.updateScopes(ctx.tenantId, input.apiKeyId, input.scopes),
+    handler: (services: ProvisioningServices, ctx, input) => services.apiKeys.updateScopes(ctx.tenantId, input.apiKeyId, input.scopes),
   }),
-  defineAdminOperation({
+  defineOperation({
+    surface: 'admin',
     operationId: 'revokeApiKey',
     method: 'POST',
     path: '/tenants/{tenantId}/api-keys/{apiKeyId}/revoke',
@@ -82,9 +99,10 @@ export const provisioningAdminOperations = [
     status: 200,
     response: ApiKey,
     errors: [404],
-    handler: (services, ctx, input) => services.apiKeys.revoke(ctx.tenantId, input.apiKeyId),
+    handler: (services: ProvisioningServices, ctx, input) => services.apiKeys.revoke(ctx.tenantId, input.apiKeyId),
   }),
-  defineAdminOperation({
+  defineOperation({
+    surface: 'admin',
     operationId: 'createOperator',
     method: 'POST',
     path: '/tenants/{tenantId}/operators',
@@ -94,9 +112,10 @@ export const provisioningAdminOperations = [
     status: 201,
     response: Operator,
     errors: [404],
-    handler: (services, ctx, input) => services.tenants.createOperator(ctx.tenantId, input),
+    handler: (services: ProvisioningServices, ctx, input) => services.tenants.createOperator(ctx.tenantId, input),
   }),
-  defineAdminOperation({
+  defineOperation({
+    surface: 'admin',
     operationId: 'setOperatorActive',
     method: 'PATCH',
     path: '/tenants/{tenantId}/operators/{operatorId}',
@@ -106,9 +125,10 @@ export const provisioningAdminOperations = [
     status: 200,
     response: Operator,
     errors: [404],
-    handler: (services, ctx, input) => services.tenants.setOperatorActive(ctx.tenantId, input.operatorId, input.active),
+    handler: (services: ProvisioningServices, ctx, input) => services.tenants.setOperatorActive(ctx.tenantId, input.operatorId, input.active),
   }),
-  defineAdminOperation({
+  defineOperation({
+    surface: 'admin',
     operationId: 'createProperty',
     method: 'POST',
     path: '/tenants/{tenantId}/properties',
@@ -118,9 +138,10 @@ export const provisioningAdminOperations = [
     status: 201,
     response: Property,
     errors: [404],
-    handler: (services, ctx, input) => services.tenants.createProperty(ctx.tenantId, input),
+    handler: (services: ProvisioningServices, ctx, input) => services.tenants.createProperty(ctx.tenantId, input),
   }),
-  defineAdminOperation({
+  defineOperation({
+    surface: 'admin',
     operationId: 'createChannel',
     method: 'POST',
     path: '/tenants/{tenantId}/channels',
@@ -130,9 +151,10 @@ export const provisioningAdminOperations = [
     status: 201,
     response: Channel,
     errors: [404],
-    handler: (services, ctx, input) => services.channels.create(ctx.tenantId, input),
+    handler: (services: ProvisioningServices, ctx, input) => services.channels.create(ctx.tenantId, input),
   }),
-  defineAdminOperation({
+  defineOperation({
+    surface: 'admin',
     operationId: 'putTemplate',
     method: 'PUT',
     path: '/tenants/{tenantId}/channels/{channelId}/templates/{templateName}',
@@ -142,9 +164,10 @@ export const provisioningAdminOperations = [
     status: 200,
     response: TemplateReadiness,
     errors: [404],
-    handler: (services, ctx, input) => services.channels.putTemplate(ctx.tenantId, input.channelId, input.templateName, input),
+    handler: (services: ProvisioningServices, ctx, input) => services.channels.putTemplate(ctx.tenantId, input.channelId, input.templateName, input),
   }),
-  defineAdminOperation({
+  defineOperation({
+    surface: 'admin',
     operationId: 'emitTestEvent',
     method: 'POST',
     path: '/tenants/{tenantId}/webhook-events',
@@ -154,6 +177,6 @@ export const provisioningAdminOperations = [
     status: 201,
     response: EmittedEvent,
     errors: [404],
-    handler: (services, ctx, input) => services.webhooks.emitTestEvent(ctx.tenantId, input.type, input.data),
+    handler: (services: ProvisioningServices, ctx, input) => services.webhooks.emitTestEvent(ctx.tenantId, input.type, input.data),
   }),
 ];

@@ -1,14 +1,37 @@
 import { Type } from 'typebox';
-import { defineAdminOperation } from '../admin/define.js';
+import { defineOperation } from '../operations/define.js';
 import { DateTime, nullable, Ref, Strict, StringEnum } from '../http/schemas.js';
-import { InboundMessageBody } from './admin-routes.js';
 import { ConversationItem } from './schema.js';
+import type { InboxService } from './inbox.js';
+
+/** What the inbox's admin operations call. */
+export interface InboxAdminServices {
+  inbox: InboxService;
+}
 
 const Id = Type.String({ minLength: 1, maxLength: 200 });
 const OperatorRef = Type.String({ minLength: 1, maxLength: 120 });
 const closed = { additionalProperties: false } as const;
 const TenantParams = Type.Object({ tenantId: Id }, Strict);
 const ConversationParams = Type.Object({ tenantId: Id, conversationId: Id }, Strict);
+
+/** The body of admin `POST /tenants/{tenantId}/inbound-messages`. */
+const InboundMessageBody = Type.Object(
+  {
+    channelId: Type.String({ minLength: 1, maxLength: 120 }),
+    contact: Type.Object(
+      {
+        name: Type.Optional(Type.String({ minLength: 1, maxLength: 160 })),
+        phone: Type.Optional(Type.String({ minLength: 3, maxLength: 32 })),
+        handle: Type.Optional(Type.String({ minLength: 1, maxLength: 160 })),
+      },
+      Strict,
+    ),
+    text: Type.String({ minLength: 1, maxLength: 4096 }),
+    receivedAt: Type.Optional(Type.String({ format: 'date-time', description: 'Imports earlier history; not in the future' })),
+  },
+  Strict,
+);
 
 const Inbound = Type.Object({ conversationId: Type.String(), messageId: Type.String(), contactId: Type.String() }, closed);
 
@@ -46,7 +69,8 @@ const Handoff = Type.Object(
 
 /** What feeds the inbox: inbound messages, contacts, ownership and handoffs (the stream is a plain route). */
 export const conversationAdminOperations = [
-  defineAdminOperation({
+  defineOperation({
+    surface: 'admin',
     operationId: 'receiveInboundMessage',
     method: 'POST',
     path: '/tenants/{tenantId}/inbound-messages',
@@ -56,9 +80,10 @@ export const conversationAdminOperations = [
     status: 201,
     response: Inbound,
     errors: [404],
-    handler: (services, ctx, input) => services.inbox.receiveInbound(ctx.tenantId, input),
+    handler: (services: InboxAdminServices, ctx, input) => services.inbox.receiveInbound(ctx.tenantId, input),
   }),
-  defineAdminOperation({
+  defineOperation({
+    surface: 'admin',
     operationId: 'updateContact',
     method: 'PATCH',
     path: '/tenants/{tenantId}/contacts/{contactId}',
@@ -68,9 +93,10 @@ export const conversationAdminOperations = [
     status: 200,
     response: Contact,
     errors: [404],
-    handler: (services, ctx, { contactId, ...patch }) => services.inbox.updateContact(ctx.tenantId, contactId, patch),
+    handler: (services: InboxAdminServices, ctx, { contactId, ...patch }) => services.inbox.updateContact(ctx.tenantId, contactId, patch),
   }),
-  defineAdminOperation({
+  defineOperation({
+    surface: 'admin',
     operationId: 'setConversationOwner',
     method: 'PATCH',
     path: '/tenants/{tenantId}/conversations/{conversationId}',
@@ -80,9 +106,10 @@ export const conversationAdminOperations = [
     status: 200,
     response: Ref(ConversationItem),
     errors: [404],
-    handler: (services, ctx, input) => services.inbox.setOwner(ctx.tenantId, input.conversationId, input.ownerOperatorId),
+    handler: (services: InboxAdminServices, ctx, input) => services.inbox.setOwner(ctx.tenantId, input.conversationId, input.ownerOperatorId, ctx.actor),
   }),
-  defineAdminOperation({
+  defineOperation({
+    surface: 'admin',
     operationId: 'updateHandoff',
     method: 'POST',
     path: '/tenants/{tenantId}/conversations/{conversationId}/handoff',
@@ -92,6 +119,6 @@ export const conversationAdminOperations = [
     status: 200,
     response: Handoff,
     errors: [404, 409],
-    handler: (services, ctx, { conversationId, ...input }) => services.inbox.handoff(ctx.tenantId, conversationId, input),
+    handler: (services: InboxAdminServices, ctx, { conversationId, ...input }) => services.inbox.handoff(ctx.tenantId, conversationId, input, ctx.actor),
   }),
 ];

@@ -2,7 +2,7 @@ import type { Static } from 'typebox';
 import type { Ctx } from '../context.js';
 import type { Db } from '../db/driver.js';
 import { notFound } from '../errors.js';
-import type { Cursors } from '../http/cursor.js';
+import type { Cursors } from '../platform/cursor.js';
 import { iso } from '../util/time.js';
 import { messageRepo, type MessageRow } from './message-repo.js';
 import type { ListMessagesQuery, MessageParams } from './message-schema.js';

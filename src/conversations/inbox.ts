@@ -4,7 +4,7 @@ import { conflict, invalid, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import { channelRepo, type ChannelRow } from '../channels/repo.js';
 import { emit } from '../webhooks/events.js';
-import { systemActor, type Actor } from '../context.js';
+import type { Actor } from '../context.js';
 import { normalizePhone } from './phone.js';
 import { conversationRepo, type ContactRow, type ConversationRow } from './repo.js';
 import { caseRepo } from './case-repo.js';
@@ -111,7 +111,7 @@ export class InboxService {
     });
   }
 
-  async setOwner(tenantId: string, conversationId: string, ownerOperatorId: string | null, actor: Actor = systemActor) {
+  async setOwner(tenantId: string, conversationId: string, ownerOperatorId: string | null, actor: Actor) {
     return this.db.transaction(async (tx) => {
       await requireConversation(tx, tenantId, conversationId, true);
       if (ownerOperatorId !== null) await requireActiveOperator(tx, tenantId, ownerOperatorId);
@@ -123,7 +123,7 @@ export class InboxService {
   }
 
   /** Opens, assigns or resolves the human handoff, emitting conversation.handoff.updated. */
-  async handoff(tenantId: string, conversationId: string, input: { action: 'open' | 'assign' | 'resolve'; operatorId?: string | null }, actor: Actor = systemActor) {
+  async handoff(tenantId: string, conversationId: string, input: { action: 'open' | 'assign' | 'resolve'; operatorId?: string | null }, actor: Actor) {
     return this.db.transaction(async (tx) => {
       const conversation = await requireConversation(tx, tenantId, conversationId, true);
       if (input.operatorId) await requireActiveOperator(tx, tenantId, input.operatorId);

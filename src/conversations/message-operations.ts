@@ -2,6 +2,14 @@ import { defineOperation, replayable } from '../operations/define.js';
 import { ListMessagesQuery, MessageList, MessageParams, MessageResponse, ReplyAccepted, ReplyBody } from './message-schema.js';
 import { ConversationItem, ConversationParams } from './schema.js';
 import { Ref } from '../http/schemas.js';
+import type { ConversationContentService } from './content.js';
+import type { ReplyService } from '../messaging/reply.js';
+
+/** What the conversation content operations call. */
+export interface ConversationContentOperationServices {
+  conversationContent: ConversationContentService;
+  replies: ReplyService;
+}
 
 const common = { area: 'conversations', tag: 'Conversations' } as const;
 const at = '2026-11-24T10:00:00.000Z';
@@ -49,7 +57,7 @@ export const conversationContentOperations = [
         createdAt: at,
       },
     },
-    handler: (s, ctx, input) => s.conversationContent.get(ctx, input),
+    handler: (s: ConversationContentOperationServices, ctx, input) => s.conversationContent.get(ctx, input),
   }),
   defineOperation({
     ...common,
@@ -67,7 +75,7 @@ export const conversationContentOperations = [
     response: MessageList,
     errors: [404],
     examples: { response: { messages: [outbound, inbound], hasMore: false } },
-    handler: (s, ctx, input) => s.conversationContent.listMessages(ctx, input),
+    handler: (s: ConversationContentOperationServices, ctx, input) => s.conversationContent.listMessages(ctx, input),
   }),
   defineOperation({
     ...common,
@@ -83,7 +91,7 @@ export const conversationContentOperations = [
     response: MessageResponse,
     errors: [404],
     examples: { response: { message: inbound } },
-    handler: (s, ctx, input) => s.conversationContent.getMessage(ctx, input),
+    handler: (s: ConversationContentOperationServices, ctx, input) => s.conversationContent.getMessage(ctx, input),
   }),
   defineOperation({
     ...common,
@@ -103,6 +111,6 @@ export const conversationContentOperations = [
     idempotency: { key: 'required', by: 'service' },
     hints: { destructive: true, openWorld: true },
     examples: { request: { text: outbound.text }, response: { conversationId, messageId: outbound.messageId, replyId: outbound.messageId, requestEventId: outbound.requestEventId } },
-    handler: async (s, ctx, input) => replayable(await s.replies.reply(ctx, input)),
+    handler: async (s: ConversationContentOperationServices, ctx, input) => replayable(await s.replies.reply(ctx, input)),
   }),
 ];

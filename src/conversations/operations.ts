@@ -11,6 +11,12 @@ import {
   ResolveReviewBody,
   ReviewCaseResponse,
 } from './schema.js';
+import type { ConversationService } from './service.js';
+
+/** What the conversation operations call. */
+export interface ConversationOperationServices {
+  conversations: ConversationService;
+}
 
 const common = { area: 'conversations', tag: 'Conversations' } as const;
 const at = '2026-11-24T10:00:00.000Z';
@@ -65,7 +71,7 @@ export const conversationOperations = [
         inboxCounts: { total: 1, unread: 1, needsReply: 1 },
       },
     },
-    handler: (s, ctx, input) => s.conversations.list(ctx, input),
+    handler: (s: ConversationOperationServices, ctx, input) => s.conversations.list(ctx, input),
   }),
   defineOperation({
     ...common,
@@ -79,7 +85,7 @@ export const conversationOperations = [
     status: 200,
     response: OperatorList,
     examples: { response: { operators: [{ operatorId, displayName: 'Lucía', email: 'lucia@hotel.example' }] } },
-    handler: (s, ctx) => s.conversations.assignableOperators(ctx),
+    handler: (s: ConversationOperationServices, ctx) => s.conversations.assignableOperators(ctx),
   }),
   defineOperation({
     ...common,
@@ -96,7 +102,7 @@ export const conversationOperations = [
     errors: [404],
     hints: { idempotent: true },
     examples: { response: { ok: true, conversationId, unreadCountBefore: 2, unreadCountAfter: 0, readAt: at, changed: true, readByOperatorName: 'pms-integration' } },
-    handler: (s, ctx, input) => s.conversations.markRead(ctx, input),
+    handler: (s: ConversationOperationServices, ctx, input) => s.conversations.markRead(ctx, input),
   }),
   defineOperation({
     ...common,
@@ -125,7 +131,7 @@ export const conversationOperations = [
         resolutionKind: 'obligation_acknowledged',
       },
     },
-    handler: (s, ctx, input) => s.conversations.resolveNeedsReply(ctx, input),
+    handler: (s: ConversationOperationServices, ctx, input) => s.conversations.resolveNeedsReply(ctx, input),
   }),
   defineOperation({
     ...common,
@@ -142,7 +148,7 @@ export const conversationOperations = [
     response: ReviewCaseResponse,
     errors: [404, 409],
     examples: { request: { reasonCode: 'knowledge_gap', note: review.note }, response: review },
-    handler: (s, ctx, input) => s.conversations.openReview(ctx, input),
+    handler: (s: ConversationOperationServices, ctx, input) => s.conversations.openReview(ctx, input),
   }),
   defineOperation({
     ...common,
@@ -159,7 +165,7 @@ export const conversationOperations = [
     response: ReviewCaseResponse,
     errors: [404, 409],
     examples: { request: { operatorId }, response: { ...review, assignedOperatorId: operatorId, assignedOperatorName: 'Lucía' } },
-    handler: (s, ctx, input) => s.conversations.assignReview(ctx, input),
+    handler: (s: ConversationOperationServices, ctx, input) => s.conversations.assignReview(ctx, input),
   }),
   defineOperation({
     ...common,
@@ -176,6 +182,6 @@ export const conversationOperations = [
     response: ReviewCaseResponse,
     errors: [404, 409],
     examples: { request: { resolutionNote: 'Added the fee to the knowledge base' }, response: { ...review, status: 'resolved', resolvedAt: at, resolutionNote: 'Added the fee to the knowledge base' } },
-    handler: (s, ctx, input) => s.conversations.resolveReview(ctx, input),
+    handler: (s: ConversationOperationServices, ctx, input) => s.conversations.resolveReview(ctx, input),
   }),
 ];

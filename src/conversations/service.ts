@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.js';
 import type { Db, Queryable, Tx } from '../db/driver.js';
 import { DomainError, conflict, invalid, notFound } from '../errors.js';
-import type { Cursors } from '../http/cursor.js';
+import type { Cursors } from '../platform/cursor.js';
 import { newId } from '../ids.js';
 import { operatorRepo } from '../tenants/repo.js';
 import { iso } from '../util/time.js';

@@ -1,6 +1,12 @@
 import { Type } from 'typebox';
-import { defineAdminOperation } from '../admin/define.js';
+import { defineOperation } from '../operations/define.js';
 import { DateTime, Strict } from '../http/schemas.js';
+import type { CrmService } from './service.js';
+
+/** What the CRM's admin operations call. */
+export interface CrmAdminServices {
+  crm: CrmService;
+}
 
 const Id = Type.String({ minLength: 1, maxLength: 200 });
 const Text = Type.String({ minLength: 1, maxLength: 160 });
@@ -27,7 +33,8 @@ const Opportunity = Type.Object(
 
 /** Leads and opportunities, as the sales CRM writes them. */
 export const crmAdminOperations = [
-  defineAdminOperation({
+  defineOperation({
+    surface: 'admin',
     operationId: 'createLead',
     method: 'POST',
     path: '/tenants/{tenantId}/leads',
@@ -37,9 +44,10 @@ export const crmAdminOperations = [
     status: 201,
     response: Lead,
     errors: [404],
-    handler: (services, ctx, input) => services.crm.createLead(ctx.tenantId, input),
+    handler: (services: CrmAdminServices, ctx, input) => services.crm.createLead(ctx.tenantId, input),
   }),
-  defineAdminOperation({
+  defineOperation({
+    surface: 'admin',
     operationId: 'createOpportunity',
     method: 'POST',
     path: '/tenants/{tenantId}/opportunities',
@@ -49,9 +57,10 @@ export const crmAdminOperations = [
     status: 201,
     response: Opportunity,
     errors: [404],
-    handler: (services, ctx, input) => services.crm.createOpportunity(ctx.tenantId, input),
+    handler: (services: CrmAdminServices, ctx, input) => services.crm.createOpportunity(ctx.tenantId, input),
   }),
-  defineAdminOperation({
+  defineOperation({
+    surface: 'admin',
     operationId: 'updateOpportunity',
     method: 'PATCH',
     path: '/tenants/{tenantId}/opportunities/{opportunityId}',
@@ -61,6 +70,6 @@ export const crmAdminOperations = [
     status: 200,
     response: Opportunity,
     errors: [404],
-    handler: (services, ctx, { opportunityId, ...patch }) => services.crm.updateOpportunity(ctx.tenantId, opportunityId, patch),
+    handler: (services: CrmAdminServices, ctx, { opportunityId, ...patch }) => services.crm.updateOpportunity(ctx.tenantId, opportunityId, patch),
   }),
 ];

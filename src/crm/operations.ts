@@ -12,6 +12,14 @@ import {
   SendBody,
   Settings,
 } from './schema.js';
+import type { FollowUpSender } from './send.js';
+import type { CrmService } from './service.js';
+
+/** What the CRM operations call. */
+export interface CrmOperationServices {
+  crm: CrmService;
+  followUpSender: FollowUpSender;
+}
 
 const common = { area: 'crm', tag: 'CRM' } as const;
 const at = '2026-11-24T10:00:00.000Z';
@@ -46,7 +54,7 @@ export const crmOperations = [
     status: 200,
     response: FollowUpList,
     examples: { response: { followUps: [followUp], hasMore: false } },
-    handler: (s, ctx, input) => s.crm.listFollowUps(ctx, input),
+    handler: (s: CrmOperationServices, ctx, input) => s.crm.listFollowUps(ctx, input),
   }),
   defineOperation({
     ...common,
@@ -63,7 +71,7 @@ export const crmOperations = [
     errors: [404],
     idempotency: { key: 'optional', by: 'create' },
     examples: { request: { leadId: followUp.leadId, conversationId: followUp.conversationId, messageDraft: followUp.messageDraft, reasonCode: 'quote_sent' }, response: { followUp } },
-    handler: (s, ctx, input) => s.crm.createFollowUp(ctx, input),
+    handler: (s: CrmOperationServices, ctx, input) => s.crm.createFollowUp(ctx, input),
   }),
   defineOperation({
     ...common,
@@ -79,7 +87,7 @@ export const crmOperations = [
     response: FollowUpEnvelope,
     errors: [404],
     examples: { response: { followUp } },
-    handler: (s, ctx, input) => s.crm.getFollowUp(ctx, input),
+    handler: (s: CrmOperationServices, ctx, input) => s.crm.getFollowUp(ctx, input),
   }),
   defineOperation({
     ...common,
@@ -97,7 +105,7 @@ export const crmOperations = [
     errors: [404, 409],
     hints: { idempotent: true },
     examples: { request: { dueAt: '2026-11-25T09:00:00.000Z' }, response: { followUp: { ...followUp, status: 'scheduled', dueAt: '2026-11-25T09:00:00.000Z' } } },
-    handler: (s, ctx, input) => s.crm.updateFollowUp(ctx, input),
+    handler: (s: CrmOperationServices, ctx, input) => s.crm.updateFollowUp(ctx, input),
   }),
   defineOperation({
     ...common,
@@ -115,7 +123,7 @@ export const crmOperations = [
     errors: [404, 409],
     hints: { destructive: true },
     examples: { request: { feedbackReason: 'Guest already booked' }, response: { followUp: { ...followUp, status: 'dismissed' } } },
-    handler: (s, ctx, input) => s.crm.dismiss(ctx, input),
+    handler: (s: CrmOperationServices, ctx, input) => s.crm.dismiss(ctx, input),
   }),
   defineOperation({
     ...common,
@@ -133,7 +141,7 @@ export const crmOperations = [
     errors: [404, 409],
     hints: { destructive: true },
     examples: { request: {}, response: { followUp: { ...followUp, status: 'canceled' } } },
-    handler: (s, ctx, input) => s.crm.cancel(ctx, input),
+    handler: (s: CrmOperationServices, ctx, input) => s.crm.cancel(ctx, input),
   }),
   defineOperation({
     ...common,
@@ -155,7 +163,7 @@ export const crmOperations = [
       request: { messageText: 'Hi Ana, the quote is valid until Friday.' },
       response: { followUp: { ...followUp, status: 'sent', sentAt: at, replyId: 'msg_0a9s8d7f6g5h4j3k2l1z' }, reply: { replyId: 'msg_0a9s8d7f6g5h4j3k2l1z', requestEventId: 'req_6y5t4r3e2w1q0p9o8i7u', conversationId: followUp.conversationId, status: 'queued' } },
     },
-    handler: async (s, ctx, input) => replayable(await s.followUpSender.send(ctx, input)),
+    handler: async (s: CrmOperationServices, ctx, input) => replayable(await s.followUpSender.send(ctx, input)),
   }),
   defineOperation({
     ...common,
@@ -169,7 +177,7 @@ export const crmOperations = [
     status: 200,
     response: Settings,
     examples: { response: settings },
-    handler: (s, ctx) => s.crm.settings(ctx),
+    handler: (s: CrmOperationServices, ctx) => s.crm.settings(ctx),
   }),
   defineOperation({
     ...common,
@@ -185,6 +193,6 @@ export const crmOperations = [
     response: Settings,
     hints: { idempotent: true },
     examples: { request: { followUpMode: 'draft' }, response: settings },
-    handler: (s, ctx, input) => s.crm.updateSettings(ctx, input),
+    handler: (s: CrmOperationServices, ctx, input) => s.crm.updateSettings(ctx, input),
   }),
 ];

@@ -4,7 +4,7 @@ import type { CloseBody, CreateFollowUpBody, FollowUpParams, ListFollowUpsQuery,
 import type { Clock } from '../clock.js';
 import type { Db, Queryable, Tx } from '../db/driver.js';
 import { conflict, invalid, notFound } from '../errors.js';
-import type { Cursors } from '../http/cursor.js';
+import type { Cursors } from '../platform/cursor.js';
 import { newId } from '../ids.js';
 import { conversationRepo } from '../conversations/repo.js';
 import { normalizePhone } from '../conversations/phone.js';

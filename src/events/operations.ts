@@ -1,6 +1,12 @@
 import { EVENT_READ_SCOPES } from './types.js';
 import { defineOperation } from '../operations/define.js';
 import { EventList, EventListQuery, EventParams, EventResponse } from './schema.js';
+import type { EventService } from './service.js';
+
+/** What the event operations call. */
+export interface EventOperationServices {
+  events: EventService;
+}
 
 const at = '2026-11-24T10:00:00.000Z';
 const event = {
@@ -29,7 +35,7 @@ export const eventOperations = [
     status: 200,
     response: EventList,
     examples: { response: { events: [event], nextCursor: 'eyJsIjoiZXZlbnRzIn0.c2lnbmF0dXJl', hasMore: false } },
-    handler: (s, ctx, input) => s.events.list(ctx, input),
+    handler: (s: EventOperationServices, ctx, input) => s.events.list(ctx, input),
   }),
   defineOperation({
     area: 'events',
@@ -47,6 +53,6 @@ export const eventOperations = [
     response: EventResponse,
     errors: [404],
     examples: { response: { event } },
-    handler: (s, ctx, input) => s.events.get(ctx, input),
+    handler: (s: EventOperationServices, ctx, input) => s.events.get(ctx, input),
   }),
 ];

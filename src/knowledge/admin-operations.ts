@@ -1,15 +1,26 @@
 import { Type } from 'typebox';
-import { defineAdminOperation } from '../admin/define.js';
+import { defineOperation } from '../operations/define.js';
 import { Ref, Strict } from '../http/schemas.js';
 import { UPLOAD_BODY_LIMIT } from './common.js';
 import { CreateWebsiteBody } from './crawler/schema.js';
 import { AssetFolder, CreateAssetBody, CreateFolderBody, CreateSourceBody, KnowledgeAsset, KnowledgeSource, KnowledgeWebsite } from './schema.js';
+import type { AssetService } from './assets.js';
+import type { CrawlService } from './crawler/service.js';
+import type { KnowledgeService } from './service.js';
+
+/** What the knowledge admin operations call. */
+export interface KnowledgeAdminServices {
+  crawls: CrawlService;
+  knowledge: KnowledgeService;
+  knowledgeAssets: AssetService;
+}
 
 const TenantParams = Type.Object({ tenantId: Type.String({ minLength: 1, maxLength: 128 }) }, Strict);
 
 /** Sources, asset folders, assets and websites as the dashboard creates them (201 with the created record). */
 export const knowledgeAdminOperations = [
-  defineAdminOperation({
+  defineOperation({
+    surface: 'admin',
     operationId: 'createKnowledgeSource',
     method: 'POST',
     path: '/tenants/{tenantId}/knowledge/sources',
@@ -20,9 +31,10 @@ export const knowledgeAdminOperations = [
     status: 201,
     response: Ref(KnowledgeSource),
     errors: [404, 413],
-    handler: (services, ctx, input) => services.knowledge.createSource(ctx, input),
+    handler: (services: KnowledgeAdminServices, ctx, input) => services.knowledge.createSource(ctx, input),
   }),
-  defineAdminOperation({
+  defineOperation({
+    surface: 'admin',
     operationId: 'createAssetFolder',
     method: 'POST',
     path: '/tenants/{tenantId}/knowledge/asset-folders',
@@ -32,9 +44,10 @@ export const knowledgeAdminOperations = [
     status: 201,
     response: Ref(AssetFolder),
     errors: [404],
-    handler: (services, ctx, input) => services.knowledgeAssets.createFolder(ctx, input),
+    handler: (services: KnowledgeAdminServices, ctx, input) => services.knowledgeAssets.createFolder(ctx, input),
   }),
-  defineAdminOperation({
+  defineOperation({
+    surface: 'admin',
     operationId: 'createAsset',
     method: 'POST',
     path: '/tenants/{tenantId}/knowledge/assets',
@@ -45,9 +58,10 @@ export const knowledgeAdminOperations = [
     status: 201,
     response: Ref(KnowledgeAsset),
     errors: [404, 413],
-    handler: (services, ctx, input) => services.knowledgeAssets.createAsset(ctx, input),
+    handler: (services: KnowledgeAdminServices, ctx, input) => services.knowledgeAssets.createAsset(ctx, input),
   }),
-  defineAdminOperation({
+  defineOperation({
+    surface: 'admin',
     operationId: 'createWebsite',
     method: 'POST',
     path: '/tenants/{tenantId}/knowledge/websites',
@@ -57,6 +71,6 @@ export const knowledgeAdminOperations = [
     status: 201,
     response: Ref(KnowledgeWebsite),
     errors: [404],
-    handler: (services, ctx, input) => services.crawls.createWebsiteItem(ctx, input),
+    handler: (services: KnowledgeAdminServices, ctx, input) => services.crawls.createWebsiteItem(ctx, input),
   }),
 ];

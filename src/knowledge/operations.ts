@@ -1,6 +1,14 @@
 import { defineOperation } from '../operations/define.js';
 import { UPLOAD_BODY_LIMIT } from './common.js';
 import { AssetEnvelope, CreateFolderBody, CreateSourceBody, FolderEnvelope, FolderParams, ItemsQuery, KnowledgeItems, MoveAssetBody, PatchFolderBody, SourceEnvelope, SourceParams } from './schema.js';
+import type { AssetService } from './assets.js';
+import type { KnowledgeService } from './service.js';
+
+/** What the knowledge operations call. */
+export interface KnowledgeOperationServices {
+  knowledge: KnowledgeService;
+  knowledgeAssets: AssetService;
+}
 
 const common = { area: 'knowledge', tag: 'Knowledge' } as const;
 const at = '2026-11-24T10:00:00.000Z';
@@ -45,7 +53,7 @@ export const knowledgeOperations = [
     response: KnowledgeItems,
     errors: [404, 409],
     examples: { response: { items: [source] } },
-    handler: (s, ctx, input) => s.knowledge.listItems(ctx, input),
+    handler: (s: KnowledgeOperationServices, ctx, input) => s.knowledge.listItems(ctx, input),
   }),
   defineOperation({
     ...common,
@@ -63,7 +71,7 @@ export const knowledgeOperations = [
     errors: [404],
     hints: { idempotent: true },
     examples: { request: { title: 'Room photos 2027' }, response: { folder: { ...folder, title: 'Room photos 2027' } } },
-    handler: (s, ctx, input) => s.knowledgeAssets.updateFolder(ctx, input),
+    handler: (s: KnowledgeOperationServices, ctx, input) => s.knowledgeAssets.updateFolder(ctx, input),
   }),
   defineOperation({
     ...common,
@@ -81,7 +89,7 @@ export const knowledgeOperations = [
     errors: [404, 409],
     hints: { idempotent: true },
     examples: { request: { folderId: folder.folderId }, response: { asset } },
-    handler: (s, ctx, input) => s.knowledgeAssets.moveAsset(ctx, input),
+    handler: (s: KnowledgeOperationServices, ctx, input) => s.knowledgeAssets.moveAsset(ctx, input),
   }),
   defineOperation({
     ...common,
@@ -102,7 +110,7 @@ export const knowledgeOperations = [
     idempotency: { key: 'optional', by: 'create' },
     hints: { openWorld: true },
     examples: { request: { sourceType: 'text', title: source.title, text: source.text }, response: { source } },
-    handler: async (s, ctx, input) => ({ source: await s.knowledge.createSource(ctx, input) }),
+    handler: async (s: KnowledgeOperationServices, ctx, input) => ({ source: await s.knowledge.createSource(ctx, input) }),
   }),
   defineOperation({
     ...common,
@@ -120,6 +128,6 @@ export const knowledgeOperations = [
     extension: true,
     idempotency: { key: 'optional', by: 'create' },
     examples: { request: { title: folder.title }, response: { folder } },
-    handler: async (s, ctx, input) => ({ folder: await s.knowledgeAssets.createFolder(ctx, input) }),
+    handler: async (s: KnowledgeOperationServices, ctx, input) => ({ folder: await s.knowledgeAssets.createFolder(ctx, input) }),
   }),
 ];

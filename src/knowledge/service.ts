@@ -4,7 +4,7 @@ import type { CreateSourceBody, ItemsQuery as ItemsQuerySchema } from './schema.
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/driver.js';
 import { DomainError, invalid } from '../errors.js';
-import type { Cursors } from '../http/cursor.js';
+import type { Cursors } from '../platform/cursor.js';
 import { newId } from '../ids.js';
 import { enqueue } from '../jobs/queue.js';
 import type { BlobStore } from './blob-store.js';

@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
@@ -6,18 +7,19 @@ import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } fr
 import { Type } from 'typebox';
 import { insufficientScope, type Principal } from '../auth/keys.js';
 import { refusedScopes } from '../auth/scopes.js';
-import { keyCtx } from '../context.js';
+import { keyCtx } from '../auth/context.js';
 import { DomainError, errorBody, invalid, type ErrorCode, type Issue } from '../errors.js';
 import { principalOf } from '../http/auth.js';
 import { Strict, StringEnum } from '../http/schemas.js';
 import { executeOperation, type ExecuteServices } from '../operations/execute.js';
-import { AREAS, JsonText } from '../operations/define.js';
-import type { Services } from '../services.js';
+import type { CatalogueServices } from '../operations/catalogue.js';
+import { AREAS } from '../operations/define.js';
+import { JsonText } from '../platform/json-text.js';
 import { checkArguments } from './arguments.js';
 import { buildTools, parseToolFilter, toolVisible, type Tool, type ToolFilter } from './tools.js';
 
 /** The operations' services, and the log for a tool that fails unexpectedly. */
-type McpServices = ExecuteServices & Pick<Services, 'log'>;
+type McpServices = CatalogueServices & ExecuteServices & { log: Logger };
 
 const McpQuery = Type.Object(
   {

@@ -2,7 +2,7 @@ import type { Ajv, ValidateFunction } from 'ajv';
 import fastJson from 'fast-json-stringify';
 import type { TObject } from 'typebox';
 import { buildAjv } from '../http/validation.js';
-import { OPERATIONS, toolName } from '../operations/catalogue.js';
+import { OPERATIONS, toolName, type CatalogueServices } from '../operations/catalogue.js';
 import { AREAS, type Area, type Operation } from '../operations/define.js';
 import { dereference } from '../operations/shared-schemas.js';
 
@@ -11,7 +11,7 @@ const IDEMPOTENCY_KEY = { type: 'string', minLength: 1, maxLength: 255, descript
 /** One MCP tool per public operation: the same schemas, scopes and service call as its REST route. */
 export interface Tool {
   name: string;
-  operation: Operation;
+  operation: Operation<CatalogueServices>;
   definition: {
     name: string;
     title: string;
@@ -52,7 +52,7 @@ function describe(operation: Operation): string {
   return `${operation.description}\n\n${toolsetNote}`;
 }
 
-function buildTool(operation: Operation, ajv: Ajv): Tool {
+function buildTool(operation: Operation<CatalogueServices>, ajv: Ajv): Tool {
   const name = toolName(operation.operationId);
   const output = operation.status === 204 ? undefined : dereference(operation.response);
   const parts: Tool['parts'] = [];

@@ -1,8 +1,16 @@
 import { Type } from 'typebox';
-import { defineAdminOperation } from '../admin/define.js';
+import { defineOperation } from '../operations/define.js';
 import { Contact } from '../conversations/admin-operations.js';
 import { Strict } from '../http/schemas.js';
 import { ProviderStatusBody, RequestStatusRecord } from './schema.js';
+import type { InboxService } from '../conversations/inbox.js';
+import type { MessagingService } from './service.js';
+
+/** What the messaging admin operations call. */
+export interface MessagingAdminServices {
+  inbox: InboxService;
+  messaging: MessagingService;
+}
 
 const Id = Type.String({ minLength: 1, maxLength: 200 });
 
@@ -19,7 +27,8 @@ const CreateContactBody = Type.Object(
 
 /** The provider callback simulator and contact creation (consent is recorded by the business). */
 export const messagingAdminOperations = [
-  defineAdminOperation({
+  defineOperation({
+    surface: 'admin',
     operationId: 'applyProviderStatus',
     method: 'POST',
     path: '/tenants/{tenantId}/message-requests/{requestEventId}/provider-status',
@@ -29,9 +38,10 @@ export const messagingAdminOperations = [
     status: 200,
     response: RequestStatusRecord,
     errors: [404],
-    handler: (services, ctx, input) => services.messaging.applyProviderStatus(ctx.tenantId, input.requestEventId, input.status, input.error),
+    handler: (services: MessagingAdminServices, ctx, input) => services.messaging.applyProviderStatus(ctx.tenantId, input.requestEventId, input.status, input.error),
   }),
-  defineAdminOperation({
+  defineOperation({
+    surface: 'admin',
     operationId: 'createContact',
     method: 'POST',
     path: '/tenants/{tenantId}/contacts',
@@ -41,6 +51,6 @@ export const messagingAdminOperations = [
     status: 201,
     response: Contact,
     errors: [404],
-    handler: (services, ctx, input) => services.inbox.createContact(ctx.tenantId, input),
+    handler: (services: MessagingAdminServices, ctx, input) => services.inbox.createContact(ctx.tenantId, input),
   }),
 ];

@@ -1,5 +1,11 @@
 import { defineOperation, replayable } from '../operations/define.js';
 import { RequestParams, RequestStatusRecord, StartAccepted, StartBody, TemplateReadiness, TemplateStatusQuery } from './schema.js';
+import type { MessagingService } from './service.js';
+
+/** What the messaging operations call. */
+export interface MessagingOperationServices {
+  messaging: MessagingService;
+}
 
 const at = '2026-11-24T10:00:00.000Z';
 const accepted = { conversationId: 'cnv_7h2k9m4p1q8r3s6t0v5w', replyId: 'msg_0a9s8d7f6g5h4j3k2l1z', requestEventId: 'req_6y5t4r3e2w1q0p9o8i7u' };
@@ -21,7 +27,7 @@ export const messagingOperations = [
     response: TemplateReadiness,
     errors: [404],
     examples: { response: { channelId: 'chn_4f5g6h7j8k9l0z1x2c3v', templateName: 'guest_welcome', category: 'UTILITY', locales: [{ locale: 'en_US', status: 'APPROVED', ready: true, lastFetchedAt: at }] } },
-    handler: (s, ctx, input) => s.messaging.templateStatus(ctx, input),
+    handler: (s: MessagingOperationServices, ctx, input) => s.messaging.templateStatus(ctx, input),
   }),
   defineOperation({
     area: 'messaging',
@@ -41,7 +47,7 @@ export const messagingOperations = [
     idempotency: { key: 'required', by: 'service' },
     hints: { destructive: true, openWorld: true },
     examples: { request: { channelId: 'chn_4f5g6h7j8k9l0z1x2c3v', recipientPhone: '+525512345678', locale: 'es_MX', messageText: 'Hola Ana, ¿te ayudamos con tu llegada?', contactName: 'Ana Martínez' }, response: accepted },
-    handler: async (s, ctx, input) => replayable(await s.messaging.start(ctx, input)),
+    handler: async (s: MessagingOperationServices, ctx, input) => replayable(await s.messaging.start(ctx, input)),
   }),
   defineOperation({
     area: 'messaging',
@@ -58,7 +64,7 @@ export const messagingOperations = [
     response: RequestStatusRecord,
     errors: [404],
     examples: { response: statusRecord },
-    handler: (s, ctx, input) => s.messaging.requestStatus(ctx, input),
+    handler: (s: MessagingOperationServices, ctx, input) => s.messaging.requestStatus(ctx, input),
   }),
   defineOperation({
     area: 'messaging',
@@ -77,6 +83,6 @@ export const messagingOperations = [
     extension: true,
     hints: { idempotent: true },
     examples: { response: { ...statusRecord, status: 'failed', error: { code: 'recipient_unreachable', message: 'The number is not on WhatsApp' }, reconciled: true } },
-    handler: (s, ctx, input) => s.messaging.reconcile(ctx, input),
+    handler: (s: MessagingOperationServices, ctx, input) => s.messaging.reconcile(ctx, input),
   }),
 ];

@@ -1,16 +1,21 @@
+import { provisioningAdminOperations } from '../admin/operations.js';
+import { conversationAdminOperations } from '../conversations/admin-operations.js';
 import { conversationOperations } from '../conversations/operations.js';
 import { conversationContentOperations } from '../conversations/message-operations.js';
+import { crmAdminOperations } from '../crm/admin-operations.js';
 import { crmOperations } from '../crm/operations.js';
 import { eventOperations } from '../events/operations.js';
 import { crawlOperations } from '../knowledge/crawler/operations.js';
+import { knowledgeAdminOperations } from '../knowledge/admin-operations.js';
 import { knowledgeOperations } from '../knowledge/operations.js';
+import { messagingAdminOperations } from '../messaging/admin-operations.js';
 import { messagingOperations } from '../messaging/operations.js';
+import { reservationAdminOperations } from '../reservations/admin-operations.js';
 import { reservationOperations } from '../reservations/operations.js';
 import { webhookOperations } from '../webhooks/operations.js';
-import type { Operation } from './define.js';
+import type { AdminOperation, CatalogueOperation, Operation, Surface } from './define.js';
 
-/** Every public operation of /m2m/v1. REST routes, OpenAPI, MCP tools and the SDK are loops over this list. */
-export const OPERATIONS: readonly Operation[] = checkCatalogue([
+const ENTRIES = [
   ...webhookOperations,
   ...eventOperations,
   ...conversationOperations,
@@ -20,20 +25,51 @@ export const OPERATIONS: readonly Operation[] = checkCatalogue([
   ...crmOperations,
   ...knowledgeOperations,
   ...crawlOperations,
-]);
+  ...provisioningAdminOperations,
+  ...conversationAdminOperations,
+  ...messagingAdminOperations,
+  ...crmAdminOperations,
+  ...reservationAdminOperations,
+  ...knowledgeAdminOperations,
+];
+
+/** What the operations of `T` need together: each declares only its own services, the catalogue all of them. */
+type NeedsOf<T> = (T extends CatalogueOperation<infer S> ? (services: S) => void : never) extends (services: infer All) => void ? All : never;
+
+/** The services the whole catalogue runs with (the container satisfies it; nothing here imports it). */
+export type CatalogueServices = NeedsOf<(typeof ENTRIES)[number]>;
+
+/** Every operation of both surfaces, each declared once. The lists below are views of it, by surface. */
+export const CATALOGUE: readonly CatalogueOperation<CatalogueServices>[] = checkCatalogue(ENTRIES);
+
+/** Every public operation of /m2m/v1. REST routes, OpenAPI, MCP tools and the SDK are loops over this list. */
+export const OPERATIONS: readonly Operation<CatalogueServices>[] = CATALOGUE.filter((operation) => operation.surface === 'public');
+
+/** Every operation of /admin/v1 but the activity stream. Its routes and the admin document are loops over this list. */
+export const ADMIN_OPERATIONS: readonly AdminOperation<CatalogueServices>[] = CATALOGUE.filter((operation) => operation.surface === 'admin');
 
 /** `listKnowledgeItems` → `list_knowledge_items` */
 export function toolName(operationId: string): string {
   return operationId.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
 }
 
-/** The merged input of a tool must not have two meanings for one name; operationIds are unique camelCase. */
-function checkCatalogue(operations: Operation[]): Operation[] {
-  const ids = new Set<string>();
+/**
+ * An operationId names one operation of its surface's document, and one route is one operation. The merged
+ * input of a public operation (an MCP tool's arguments) must not have two meanings for one name.
+ */
+function checkCatalogue<T extends CatalogueOperation<never>>(operations: T[]): T[] {
+  const seen: Record<Surface, { ids: Set<string>; routes: Set<string> }> = {
+    public: { ids: new Set(), routes: new Set() },
+    admin: { ids: new Set(), routes: new Set() },
+  };
   for (const operation of operations) {
-    if (!/^[a-z][A-Za-z0-9]*$/.test(operation.operationId)) throw new Error(`operationId ${operation.operationId} is not camelCase`);
-    if (ids.has(operation.operationId)) throw new Error(`operationId ${operation.operationId} is declared twice`);
+    const { ids, routes } = seen[operation.surface];
+    const route = `${operation.method} ${operation.path}`;
+    if (!/^[a-z][A-Za-z0-9]*$/.test(operation.operationId)) throw new Error(`${operation.surface} operationId ${operation.operationId} is not camelCase`);
+    if (ids.has(operation.operationId) || routes.has(route)) throw new Error(`${operation.surface} operation ${operation.operationId} (${route}) is declared twice`);
     ids.add(operation.operationId);
+    routes.add(route);
+    if (operation.surface !== 'public') continue;
     const names = new Set<string>();
     for (const part of [operation.params, operation.query, operation.body]) {
       for (const name of Object.keys(part?.properties ?? {})) {

@@ -1,18 +1,18 @@
 import { Type, type Static, type TObject, type TSchema } from 'typebox';
 import type { Ctx } from '../context.js';
+import type { JsonText } from '../platform/json-text.js';
 import type { Scope, ScopeMode } from '../auth/scopes.js';
 import { Strict } from '../http/schemas.js';
-import type { Services } from '../services.js';
 
 /** MCP toolsets, one per area of the API (decisions 6.1). */
 export const AREAS = ['conversations', 'messaging', 'reservations', 'crm', 'knowledge', 'webhooks', 'events'] as const;
 export type Area = (typeof AREAS)[number];
 
-/** The domain services the public catalogue's handlers call: an operation gets these, not the whole container. */
-export type OperationServices = Pick<
-  Services,
-  'conversations' | 'conversationContent' | 'crawls' | 'crm' | 'events' | 'followUpSender' | 'knowledge' | 'knowledgeAssets' | 'messaging' | 'replies' | 'reservations' | 'webhooks'
->;
+/**
+ * Who an operation is for. `public`: /m2m/v1, an API key and its scopes; REST, the public OpenAPI, MCP and the
+ * SDK. `admin`: /admin/v1, the admin token; REST and the admin OpenAPI only.
+ */
+export type Surface = 'public' | 'admin';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 export type SuccessStatus = 200 | 201 | 202 | 204;
@@ -49,49 +49,40 @@ export class Replayable<T> {
   ) {}
 }
 
-/**
- * A result already written as JSON: `text` is exactly what the response schema's serializer would write for a
- * `T`, and is sent as it is. For bodies assembled from stored JSON (the event feed splices the stored event
- * bodies instead of parsing and serialising them again). `JSON.stringify` of it gives the same JSON.
- */
-export class JsonText<T> {
-  constructor(readonly text: string) {}
-
-  value(): T {
-    const parsed: T = JSON.parse(this.text);
-    return parsed;
-  }
-
-  toJSON(): T {
-    return this.value();
-  }
-}
-
 /** A service's stored-or-fresh answer (`runIdempotent`) as a handler result. */
 export function replayable<T>(result: { body: T; replayed: boolean }): Replayable<T> {
   return new Replayable(result.body, result.replayed);
 }
 
-/** What names and describes an operation, the same in its declaration and in what the surfaces read. */
-export interface OperationIdentity {
-  /** camelCase, unique; MCP tools are named from it in snake_case. */
+/** What every operation has, whatever its surface. */
+interface OperationShape {
+  /** camelCase, unique within its surface (each surface is one OpenAPI document); MCP tools are named from it. */
   operationId: string;
-  /** The SDK method, dotted by resource: `webhooks.deliveries.retry` → `client.webhooks.deliveries.retry(…)`. */
-  sdk: string;
   method: HttpMethod;
-  /** OpenAPI form, relative to /m2m/v1: `/webhooks/{subscriptionId}`. */
+  /** OpenAPI form, relative to the surface's prefix (/m2m/v1 or /admin/v1): `/webhooks/{subscriptionId}`. */
   path: string;
-  area: Area;
-  /** OpenAPI tag (the reference page's section). */
-  tag: string;
   summary: string;
-  /** Written for a developer and for a model choosing a tool: what it does, when to use it, what it never does. */
-  description: string;
-  scopes: readonly Scope[];
   status: SuccessStatus;
 }
 
-export interface OperationSpec<P extends TObject, Q extends TObject, B extends TObject, R extends TSchema, I extends Idempotency | undefined> extends OperationIdentity {
+/** What names and describes a public operation, the same in its declaration and in what the surfaces read. */
+export interface OperationIdentity extends OperationShape {
+  /** The SDK method, dotted by resource: `webhooks.deliveries.retry` → `client.webhooks.deliveries.retry(…)`. */
+  sdk: string;
+  area: Area;
+  /** OpenAPI tag (the reference page's section). */
+  tag: string;
+  /** Written for a developer and for a model choosing a tool: what it does, when to use it, what it never does. */
+  description: string;
+  scopes: readonly Scope[];
+}
+
+/**
+ * A public operation's declaration. `S` is what its handler needs of the services (inferred from the
+ * handler's first parameter), so the catalogue depends on no container of every service.
+ */
+export interface OperationSpec<S, P extends TObject, Q extends TObject, B extends TObject, R extends TSchema, I extends Idempotency | undefined> extends OperationIdentity {
+  surface?: 'public';
   /** `any`: one of `scopes` is enough, the service filters what it returns by the scopes held (default `all`). */
   scopeMode?: ScopeMode;
   params?: P;
@@ -108,17 +99,60 @@ export interface OperationSpec<P extends TObject, Q extends TObject, B extends T
   /** MCP hints. Reads are read-only; DELETE, revocations and sends are destructive. */
   hints?: { destructive?: boolean; idempotent?: boolean; openWorld?: boolean };
   bodyLimit?: number;
-  handler: (services: OperationServices, ctx: Ctx, input: InputOf<P, Q, B, I>) => Promise<Static<R> | Replayable<Static<R>> | JsonText<Static<R>>>;
+  handler: (services: S, ctx: Ctx, input: InputOf<P, Q, B, I>) => Promise<Static<R> | Replayable<Static<R>> | JsonText<Static<R>>>;
 }
 
-/** An operation as the surfaces see it (REST, OpenAPI, MCP, SDK generator): schemas always present. */
-export interface Operation extends OperationIdentity {
-  scopeMode: ScopeMode;
+/** An admin handler's input: path parameters (but the tenant, which is `ctx.tenantId`), query and body merged. */
+export type AdminInput<P extends TObject, Q extends TObject, B extends TObject> = Omit<Static<P>, 'tenantId'> & Static<Q> & Static<B>;
+
+/** A result answered with a status other than the operation's default one (a sync that created: 201). */
+export class WithStatus<T> {
+  constructor(
+    readonly status: SuccessStatus,
+    readonly body: T,
+  ) {}
+}
+
+/**
+ * An admin operation's declaration: no scopes (the admin token covers all), no MCP tool, no SDK method, not in
+ * the public document. A `{tenantId}` in the path is the tenant acted for, checked to exist before the handler.
+ */
+export interface AdminOperationSpec<S, P extends TObject, Q extends TObject, B extends TObject, R extends TSchema> extends OperationShape {
+  surface: 'admin';
+  params?: P;
+  query?: Q;
+  body?: B;
+  /** Other success statuses the handler may answer (with `WithStatus`); same body schema. */
+  alsoStatus?: readonly SuccessStatus[];
+  response: R;
+  /** Error statuses besides 400, 401, 403 and 429. */
+  errors?: readonly number[];
+  bodyLimit?: number;
+  /** `ctx.actor` is the admin; `ctx.tenantId` the path's tenant, '' above tenants (POST /tenants). */
+  handler: (services: S, ctx: Ctx, input: AdminInput<P, Q, B>) => Promise<Static<R> | WithStatus<Static<R>>>;
+}
+
+/** What the surfaces read of any operation: schemas always present. */
+interface DeclaredOperation<S> extends OperationShape {
   params: TObject;
   query: TObject;
   body: TObject | undefined;
   response: TSchema;
+  /** Every success status it may answer, `status` first. */
+  statuses: readonly SuccessStatus[];
   errors: readonly number[];
+  bodyLimit: number | undefined;
+  /** `input` is validated already against params, query and body. */
+  run: (services: S, ctx: Ctx, input: Record<string, unknown>) => Promise<unknown>;
+}
+
+/**
+ * A public operation as the surfaces see it (REST, OpenAPI, MCP, SDK generator). `S` is the services it runs
+ * with; `Operation` alone (S = never) is any operation, for readers that never run one.
+ */
+export interface Operation<S = never> extends OperationIdentity, DeclaredOperation<S> {
+  surface: 'public';
+  scopeMode: ScopeMode;
   examples: { request?: unknown; response?: unknown };
   extension: boolean;
   idempotency: Idempotency | undefined;
@@ -126,39 +160,69 @@ export interface Operation extends OperationIdentity {
   destructive: boolean;
   idempotent: boolean;
   openWorld: boolean;
-  bodyLimit: number | undefined;
-  run(services: OperationServices, ctx: Ctx, input: Record<string, unknown>): Promise<unknown>;
 }
 
+/** An admin operation as the admin routes and the admin document see it. */
+export interface AdminOperation<S = never> extends DeclaredOperation<S> {
+  surface: 'admin';
+}
+
+/** Any entry of the catalogue. */
+export type CatalogueOperation<S = never> = Operation<S> | AdminOperation<S>;
+
 /**
- * Declares one public operation. Everything a surface needs is here once; `handler` receives the validated,
- * merged input typed from the schemas and calls one service method.
+ * Declares one operation of either surface. Everything a surface needs is here once; `handler` receives the
+ * validated, merged input typed from the schemas and calls one service method.
  */
+export function defineOperation<S, P extends TObject = typeof NoInput, Q extends TObject = typeof NoInput, B extends TObject = typeof NoInput, R extends TSchema = TSchema>(
+  spec: AdminOperationSpec<S, P, Q, B, R>,
+): AdminOperation<S>;
 export function defineOperation<
+  S,
   P extends TObject = typeof NoInput,
   Q extends TObject = typeof NoInput,
   B extends TObject = typeof NoInput,
   R extends TSchema = TSchema,
   I extends Idempotency | undefined = undefined,
->(spec: OperationSpec<P, Q, B, R, I>): Operation {
-  const readOnly = spec.method === 'GET';
-  return {
+>(spec: OperationSpec<S, P, Q, B, R, I>): Operation<S>;
+export function defineOperation<S, P extends TObject, Q extends TObject, B extends TObject, R extends TSchema, I extends Idempotency | undefined>(
+  spec: AdminOperationSpec<S, P, Q, B, R> | OperationSpec<S, P, Q, B, R, I>,
+): CatalogueOperation<S> {
+  const shape = {
     operationId: spec.operationId,
-    sdk: spec.sdk,
     method: spec.method,
     path: spec.path,
-    area: spec.area,
-    tag: spec.tag,
     summary: spec.summary,
-    description: spec.description,
-    scopes: spec.scopes,
-    scopeMode: spec.scopeMode ?? 'all',
     params: spec.params ?? NoInput,
     query: spec.query ?? NoInput,
     body: spec.body,
     status: spec.status,
     response: spec.response,
     errors: spec.errors ?? [],
+    bodyLimit: spec.bodyLimit,
+  };
+  if (spec.surface === 'admin') {
+    const handler = spec.handler;
+    return {
+      ...shape,
+      surface: 'admin',
+      statuses: [spec.status, ...(spec.alsoStatus ?? [])],
+      // The admin routes validate `input` against params, query and body, and take the tenant out of it, before calling run.
+      run: (services, ctx, input) => handler(services, ctx, input as AdminInput<P, Q, B>),
+    };
+  }
+  const handler = spec.handler;
+  const readOnly = spec.method === 'GET';
+  return {
+    ...shape,
+    surface: 'public',
+    statuses: [spec.status],
+    sdk: spec.sdk,
+    area: spec.area,
+    tag: spec.tag,
+    description: spec.description,
+    scopes: spec.scopes,
+    scopeMode: spec.scopeMode ?? 'all',
     examples: spec.examples,
     extension: spec.extension ?? false,
     idempotency: spec.idempotency,
@@ -166,8 +230,7 @@ export function defineOperation<
     destructive: spec.hints?.destructive ?? spec.method === 'DELETE',
     idempotent: spec.hints?.idempotent ?? (readOnly || spec.method === 'PUT' || spec.method === 'DELETE'),
     openWorld: spec.hints?.openWorld ?? false,
-    bodyLimit: spec.bodyLimit,
     // The surfaces validate `input` against params, query and body before calling run (Ajv, the same schemas).
-    run: (services, ctx, input) => spec.handler(services, ctx, input as InputOf<P, Q, B, I>),
+    run: (services, ctx, input) => handler(services, ctx, input as InputOf<P, Q, B, I>),
   };
 }

@@ -1,11 +1,16 @@
 import type { Ctx } from '../context.js';
 import { runIdempotent } from '../http/idempotency.js';
-import { decryptSecret, encryptSecret } from '../secrets.js';
-import type { Services } from '../services.js';
-import { Replayable, type Operation, type OperationServices } from './define.js';
+import type { Clock } from '../clock.js';
+import type { Db } from '../db/driver.js';
+import { decryptSecret, encryptSecret, type Keyring } from '../secrets.js';
+import { Replayable, type Operation } from './define.js';
 
-/** What running an operation takes: its services, and the database, clock and keyring of Idempotency-Key. */
-export type ExecuteServices = OperationServices & Pick<Services, 'db' | 'clock' | 'keyring'>;
+/** What running an operation takes besides its own services: the database, clock and keyring of Idempotency-Key. */
+export interface ExecuteServices {
+  db: Db;
+  clock: Clock;
+  keyring: Keyring;
+}
 
 export interface Executed {
   body: unknown;
@@ -16,7 +21,7 @@ export interface Executed {
  * Runs one operation for any surface (REST, MCP): `input` is validated already; `idempotencyKey` is the
  * caller's key (header or tool field). Creates run under the key in the transaction of their writes.
  */
-export async function executeOperation(services: ExecuteServices, operation: Operation, ctx: Ctx, input: Record<string, unknown>, idempotencyKey: string | undefined): Promise<Executed> {
+export async function executeOperation<S>(services: S & ExecuteServices, operation: Operation<S>, ctx: Ctx, input: Record<string, unknown>, idempotencyKey: string | undefined): Promise<Executed> {
   if (operation.idempotency?.by === 'create' && idempotencyKey !== undefined) {
     // The stored answer is sealed: a create's response may hold a secret (a webhook's signing secret).
     const key = services.keyring.encryptionKey;

@@ -1,6 +1,17 @@
+import type { FastifySchema } from 'fastify';
 import type { Operation } from './define.js';
 
 type Json = Record<string, unknown>;
+
+/** How both documents name a shared schema: by its `$id` (`#/components/schemas/ConversationItem`). */
+export const OPENAPI_REFERENCES = {
+  buildLocalReference: (json: Json, _base: unknown, _fragment: string, i: number) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
+};
+
+/** The public document's generator leaves the admin API out: those routes are the admin document's. */
+export function hideAdminRoutes({ schema, url }: { schema: FastifySchema; url: string }): { schema: FastifySchema; url: string } {
+  return { schema: url.startsWith('/admin/') ? { ...schema, hide: true } : schema, url };
+}
 
 function isObject(value: unknown): value is Json {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -44,4 +55,29 @@ export function publicDocument(document: object, operations: readonly Operation[
     if (isObject(responses)) setJsonExample(responses[String(operation.status)], operation.examples.response);
   }
   return out;
+}
+
+const COMPONENT_REF = '#/components/schemas/';
+
+/**
+ * A document that stands alone: every `$ref` to `components.schemas` replaced by the schema itself, and the
+ * schemas dropped from `components`. The admin document is read on its own, by tools with no resolver.
+ */
+export function selfContained(document: object): Json {
+  const doc: Json = JSON.parse(JSON.stringify(document));
+  const components = isObject(doc.components) ? doc.components : {};
+  const schemas = isObject(components.schemas) ? components.schemas : {};
+  const inline = (node: unknown, seen: readonly string[]): unknown => {
+    if (Array.isArray(node)) return node.map((item) => inline(item, seen));
+    if (!isObject(node)) return node;
+    const ref = node.$ref;
+    if (typeof ref === 'string' && ref.startsWith(COMPONENT_REF)) {
+      const name = ref.slice(COMPONENT_REF.length);
+      if (seen.includes(name) || !(name in schemas)) throw new Error(`cannot inline schema reference ${ref}`);
+      return inline(schemas[name], [...seen, name]);
+    }
+    return Object.fromEntries(Object.entries(node).map(([key, value]) => [key, inline(value, seen)]));
+  };
+  const { schemas: _schemas, ...otherComponents } = components;
+  return { ...doc, paths: inline(doc.paths, []), components: otherComponents };
 }

@@ -1,15 +1,25 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ValidateFunction } from 'ajv';
 import { Type, type TObject, type TSchema } from 'typebox';
-import { keyCtx } from '../context.js';
+import { keyCtx } from '../auth/context.js';
+import { adminCtx } from '../context.js';
 import { principalOf } from '../http/auth.js';
 import { errorResponses } from '../http/schemas.js';
-import { JsonText, type Operation } from './define.js';
+import { buildAjv } from '../http/validation.js';
+import { JsonText } from '../platform/json-text.js';
+import { WithStatus, type AdminOperation, type CatalogueOperation, type Operation } from './define.js';
 import { executeOperation, type ExecuteServices } from './execute.js';
+import { dereference } from './shared-schemas.js';
 
 const IdempotencyKeyValue = Type.String({ minLength: 1, maxLength: 255, description: 'Stable per logical request; a retry with the same key and body replays the first answer' });
 
+/** What the routes need besides each operation's own services: Idempotency-Key, and the admin routes' tenant check. */
+export interface RouteServices extends ExecuteServices {
+  tenants: { require(tenantId: string): Promise<unknown> };
+}
+
 /** `/webhooks/{subscriptionId}` → `/webhooks/:subscriptionId` */
-export function fastifyPath(path: string): string {
+function fastifyPath(path: string): string {
   return path.replace(/\{([A-Za-z0-9_]+)\}/g, ':$1');
 }
 
@@ -23,8 +33,7 @@ function idempotencyHeaders(operation: Operation): TSchema | undefined {
   return Type.Object({ 'idempotency-key': value });
 }
 
-/** The route schema of an operation: what Fastify validates and what OpenAPI documents. */
-export function routeSchema(operation: Operation): Record<string, unknown> {
+function publicRouteSchema(operation: Operation): Record<string, unknown> {
   return {
     operationId: operation.operationId,
     tags: [operation.tag],
@@ -45,8 +54,26 @@ export function routeSchema(operation: Operation): Record<string, unknown> {
   };
 }
 
+function adminRouteSchema(operation: AdminOperation): Record<string, unknown> {
+  const response: Record<number, unknown> = { ...errorResponses(...operation.errors) };
+  for (const status of operation.statuses) response[status] = operation.response;
+  return {
+    operationId: operation.operationId,
+    summary: operation.summary,
+    ...(hasProperties(operation.params) ? { params: operation.params } : {}),
+    querystring: operation.query,
+    ...(operation.body ? { body: operation.body } : {}),
+    response,
+  };
+}
+
+/** The route schema of an operation: what Fastify validates and what its surface's OpenAPI document says. */
+function routeSchema(operation: CatalogueOperation): Record<string, unknown> {
+  return operation.surface === 'admin' ? adminRouteSchema(operation) : publicRouteSchema(operation);
+}
+
 /** Path parameters, query and body merged into one object (validated already). */
-export function inputOf(request: FastifyRequest): Record<string, unknown> {
+function inputOf(request: FastifyRequest): Record<string, unknown> {
   const parts = [request.params, request.query, request.body];
   const input: Record<string, unknown> = {};
   for (const part of parts) if (part && typeof part === 'object') Object.assign(input, part);
@@ -58,24 +85,64 @@ function headerKey(request: FastifyRequest): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
-/** Registers every operation of the catalogue as a Fastify route: one loop, no per-route code. */
-export function registerOperations(app: FastifyInstance, services: ExecuteServices, operations: readonly Operation[]): void {
+/**
+ * Checks an admin answer against its declared schema before it is serialised. The serialiser drops fields a
+ * schema does not list; the admin API is low-volume, so a drift between a service and its schema is a logged
+ * 500 (and a failing test) rather than a silently missing field.
+ */
+function responseChecker(operation: AdminOperation): (body: unknown) => void {
+  let validate: ValidateFunction | undefined;
+  return (body) => {
+    validate ??= buildAjv({ coerceTypes: false }).compile(dereference(operation.response) as object);
+    // As the wire sees it: properties set to undefined are absent.
+    if (!validate(JSON.parse(JSON.stringify(body)))) {
+      throw new Error(`admin ${operation.operationId}: response does not match its schema: ${JSON.stringify(validate.errors)}`);
+    }
+  };
+}
+
+type RouteHandler = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
+
+/** A public operation: the API key (authenticated and scope-checked by the prefix's hook) acts, under Idempotency-Key when declared. */
+function publicHandler<S>(services: S & RouteServices, operation: Operation<S>): RouteHandler {
+  return async (request, reply) => {
+    const ctx = keyCtx(principalOf(request), request.id);
+    const result = await executeOperation(services, operation, ctx, inputOf(request), headerKey(request));
+    if (result.replayed) reply.header('Idempotent-Replayed', 'true');
+    if (operation.status === 204) return reply.status(204).send(null);
+    // The same bytes and content-type as the schema's serializer would give (Fastify sends a string as it is).
+    if (result.body instanceof JsonText) return reply.status(operation.status).type('application/json; charset=utf-8').send(result.body.text);
+    return reply.status(operation.status).send(result.body);
+  };
+}
+
+/** An admin operation: the admin (authenticated by the prefix's hook) acts for the path's tenant, which must exist. */
+function adminHandler<S>(services: S & RouteServices, operation: AdminOperation<S>): RouteHandler {
+  const check = responseChecker(operation);
+  return async (request, reply) => {
+    const { tenantId, ...input } = inputOf(request);
+    if (typeof tenantId === 'string') await services.tenants.require(tenantId);
+    const ctx = adminCtx(typeof tenantId === 'string' ? tenantId : '', request.id);
+    const result = await operation.run(services, ctx, input);
+    const [status, body] = result instanceof WithStatus ? [result.status, result.body] : [operation.status, result];
+    check(body);
+    return reply.status(status).send(body);
+  };
+}
+
+/**
+ * Registers operations of the catalogue as Fastify routes: one loop, no per-route code. Called once per surface,
+ * inside the prefix (/m2m/v1 or /admin/v1) whose hook authenticates that surface's caller.
+ */
+export function registerOperations<S>(app: FastifyInstance, services: S & RouteServices, operations: readonly CatalogueOperation<S>[]): void {
   for (const operation of operations) {
     app.route({
       method: operation.method,
       url: fastifyPath(operation.path),
-      config: { scopes: [...operation.scopes], scopeMode: operation.scopeMode },
+      ...(operation.surface === 'public' ? { config: { scopes: [...operation.scopes], scopeMode: operation.scopeMode } } : {}),
       ...(operation.bodyLimit ? { bodyLimit: operation.bodyLimit } : {}),
       schema: routeSchema(operation),
-      handler: async (request, reply) => {
-        const ctx = keyCtx(principalOf(request), request.id);
-        const result = await executeOperation(services, operation, ctx, inputOf(request), headerKey(request));
-        if (result.replayed) reply.header('Idempotent-Replayed', 'true');
-        if (operation.status === 204) return reply.status(204).send(null);
-        // The same bytes and content-type as the schema's serializer would give (Fastify sends a string as it is).
-        if (result.body instanceof JsonText) return reply.status(operation.status).type('application/json; charset=utf-8').send(result.body.text);
-        return reply.status(operation.status).send(result.body);
-      },
+      handler: operation.surface === 'admin' ? adminHandler(services, operation) : publicHandler(services, operation),
     });
   }
 }

@@ -1,14 +1,21 @@
 import { Type } from 'typebox';
-import { defineAdminOperation, WithStatus } from '../admin/define.js';
+import { defineOperation, WithStatus } from '../operations/define.js';
 import { Strict } from '../http/schemas.js';
 import { IntegrationBody, Mirror, SyncBody } from './schema.js';
+import type { ReservationService } from './service.js';
+
+/** What the reservation admin operations call. */
+export interface ReservationAdminServices {
+  reservations: ReservationService;
+}
 
 const Id = Type.String({ minLength: 1, maxLength: 200 });
 const Integration = Type.Object({ integrationId: Type.String(), provider: Type.String(), name: Type.String() }, { additionalProperties: false });
 
 /** Property-management integrations and the provider sync that pushes reservation mirrors. */
 export const reservationAdminOperations = [
-  defineAdminOperation({
+  defineOperation({
+    surface: 'admin',
     operationId: 'createIntegration',
     method: 'POST',
     path: '/tenants/{tenantId}/integrations',
@@ -18,9 +25,10 @@ export const reservationAdminOperations = [
     status: 201,
     response: Integration,
     errors: [404],
-    handler: (services, ctx, input) => services.reservations.createIntegration(ctx.tenantId, input),
+    handler: (services: ReservationAdminServices, ctx, input) => services.reservations.createIntegration(ctx.tenantId, input),
   }),
-  defineAdminOperation({
+  defineOperation({
+    surface: 'admin',
     operationId: 'syncReservation',
     method: 'PUT',
     path: '/tenants/{tenantId}/integrations/{integrationId}/reservations/{providerReservationId}',
@@ -31,7 +39,7 @@ export const reservationAdminOperations = [
     alsoStatus: [201],
     response: Mirror,
     errors: [404],
-    handler: async (services, ctx, { integrationId, providerReservationId, ...input }) => {
+    handler: async (services: ReservationAdminServices, ctx, { integrationId, providerReservationId, ...input }) => {
       const { created, mirror } = await services.reservations.sync(ctx.tenantId, integrationId, providerReservationId, input);
       return created ? new WithStatus(201, mirror) : mirror;
     },

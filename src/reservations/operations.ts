@@ -1,6 +1,12 @@
 import { ConversationParams } from '../conversations/schema.js';
 import { defineOperation } from '../operations/define.js';
 import { ConversationReservations, IntegrationSettings, LifecycleSettingBody, LifecycleSettings, LifecycleSettingsParams, ListReservationsQuery, ReservationList } from './schema.js';
+import type { ReservationService } from './service.js';
+
+/** What the reservation operations call. */
+export interface ReservationOperationServices {
+  reservations: ReservationService;
+}
 
 const common = { area: 'reservations', tag: 'Reservations' } as const;
 const at = '2026-11-24T10:00:00.000Z';
@@ -45,7 +51,7 @@ export const reservationOperations = [
         hasNext: false,
       },
     },
-    handler: (s, ctx, input) => s.reservations.list(ctx, input),
+    handler: (s: ReservationOperationServices, ctx, input) => s.reservations.list(ctx, input),
   }),
   defineOperation({
     ...common,
@@ -61,7 +67,7 @@ export const reservationOperations = [
     response: ConversationReservations,
     errors: [404],
     examples: { response: { conversationId: 'cnv_7h2k9m4p1q8r3s6t0v5w', reservations: [linked], totalCount: 1, matchPhoneNormalized: '+525512345678' } },
-    handler: (s, ctx, input) => s.reservations.forConversation(ctx, input),
+    handler: (s: ReservationOperationServices, ctx, input) => s.reservations.forConversation(ctx, input),
   }),
   defineOperation({
     ...common,
@@ -75,7 +81,7 @@ export const reservationOperations = [
     status: 200,
     response: LifecycleSettings,
     examples: { response: { integrations: [integration], senders: [{ channelId: 'chn_4f5g6h7j8k9l0z1x2c3v', name: 'Hotel Sol WhatsApp', phoneNumber: '+34910000000' }] } },
-    handler: (s, ctx) => s.reservations.lifecycleSettings(ctx),
+    handler: (s: ReservationOperationServices, ctx) => s.reservations.lifecycleSettings(ctx),
   }),
   defineOperation({
     ...common,
@@ -92,6 +98,6 @@ export const reservationOperations = [
     response: IntegrationSettings,
     errors: [404],
     examples: { request: { eventType: 'pre_checkin', enabled: true, channelId: 'chn_4f5g6h7j8k9l0z1x2c3v' }, response: integration },
-    handler: (s, ctx, input) => s.reservations.updateLifecycleSetting(ctx, input),
+    handler: (s: ReservationOperationServices, ctx, input) => s.reservations.updateLifecycleSetting(ctx, input),
   }),
 ];

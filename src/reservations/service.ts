@@ -9,7 +9,7 @@ import { channelRepo } from '../channels/repo.js';
 import { normalizePhone } from '../conversations/phone.js';
 import { conversationRepo } from '../conversations/repo.js';
 import { DomainError, invalid, notFound } from '../errors.js';
-import type { Cursors } from '../http/cursor.js';
+import type { Cursors } from '../platform/cursor.js';
 import { newId } from '../ids.js';
 import type { OutboundQueue } from '../messaging/outbound.js';
 import { propertyRepo, tenantRepo } from '../tenants/repo.js';

@@ -14,6 +14,14 @@ import {
   SubscriptionResponse,
   UpdateSubscriptionBody,
 } from './schema.js';
+import type { EventService } from '../events/service.js';
+import type { WebhookService } from './service.js';
+
+/** What the webhook operations call. */
+export interface WebhookOperationServices {
+  events: EventService;
+  webhooks: WebhookService;
+}
 
 const common = { area: 'webhooks', tag: 'Webhooks' } as const;
 const at = '2026-11-24T10:00:00.000Z';
@@ -61,7 +69,7 @@ export const webhookOperations = [
       request: { url: subscription.url, events: subscription.events, description: subscription.description },
       response: { ...subscription, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' },
     },
-    handler: (s, ctx, input) => s.webhooks.create(ctx, input),
+    handler: (s: WebhookOperationServices, ctx, input) => s.webhooks.create(ctx, input),
   }),
   defineOperation({
     ...common,
@@ -75,7 +83,7 @@ export const webhookOperations = [
     status: 200,
     response: SubscriptionList,
     examples: { response: { subscriptions: [subscription] } },
-    handler: (s, ctx) => s.webhooks.list(ctx),
+    handler: (s: WebhookOperationServices, ctx) => s.webhooks.list(ctx),
   }),
   defineOperation({
     ...common,
@@ -102,7 +110,7 @@ export const webhookOperations = [
         ],
       },
     },
-    handler: async (s) => s.events.eventTypes(),
+    handler: async (s: WebhookOperationServices) => s.events.eventTypes(),
   }),
   defineOperation({
     ...common,
@@ -118,7 +126,7 @@ export const webhookOperations = [
     response: SubscriptionResponse,
     errors: [404],
     examples: { response: subscription },
-    handler: (s, ctx, input) => s.webhooks.get(ctx, input),
+    handler: (s: WebhookOperationServices, ctx, input) => s.webhooks.get(ctx, input),
   }),
   defineOperation({
     ...common,
@@ -137,7 +145,7 @@ export const webhookOperations = [
     errors: [404],
     hints: { idempotent: true },
     examples: { request: { active: false }, response: { ...subscription, active: false } },
-    handler: (s, ctx, input) => s.webhooks.update(ctx, input),
+    handler: (s: WebhookOperationServices, ctx, input) => s.webhooks.update(ctx, input),
   }),
   defineOperation({
     ...common,
@@ -153,7 +161,7 @@ export const webhookOperations = [
     response: NoContent,
     errors: [404],
     examples: {},
-    handler: async (s, ctx, input) => {
+    handler: async (s: WebhookOperationServices, ctx, input) => {
       await s.webhooks.remove(ctx, input);
       return null;
     },
@@ -174,7 +182,7 @@ export const webhookOperations = [
     idempotency: { key: 'optional', by: 'create' },
     hints: { destructive: true },
     examples: { response: { ...subscription, secret: 'whsec_Qm9uZFlvdXJTZWNyZXRIZXJlMTIzNDU2Nzg' } },
-    handler: (s, ctx, input) => s.webhooks.rotateSecret(ctx, input),
+    handler: (s: WebhookOperationServices, ctx, input) => s.webhooks.rotateSecret(ctx, input),
   }),
   defineOperation({
     ...common,
@@ -191,7 +199,7 @@ export const webhookOperations = [
     response: DeliveryList,
     errors: [404],
     examples: { response: { deliveries: [delivery], hasMore: false } },
-    handler: (s, ctx, input) => s.webhooks.listDeliveries(ctx, input),
+    handler: (s: WebhookOperationServices, ctx, input) => s.webhooks.listDeliveries(ctx, input),
   }),
   defineOperation({
     ...common,
@@ -207,7 +215,7 @@ export const webhookOperations = [
     response: DeliveryEnvelope,
     errors: [404],
     examples: { response: { delivery } },
-    handler: (s, ctx, input) => s.webhooks.getDelivery(ctx, input),
+    handler: (s: WebhookOperationServices, ctx, input) => s.webhooks.getDelivery(ctx, input),
   }),
   defineOperation({
     ...common,
@@ -224,7 +232,7 @@ export const webhookOperations = [
     errors: [404],
     extension: true,
     examples: { response: { attempts: [{ attemptedAt: at, durationMs: 212, httpStatus: 503 }] } },
-    handler: (s, ctx, input) => s.webhooks.listAttempts(ctx, input),
+    handler: (s: WebhookOperationServices, ctx, input) => s.webhooks.listAttempts(ctx, input),
   }),
   defineOperation({
     ...common,
@@ -240,7 +248,7 @@ export const webhookOperations = [
     response: DeliveryEnvelope,
     errors: [404, 409],
     examples: { response: { delivery: { ...delivery, status: 'pending', nextAttemptAt: at } } },
-    handler: (s, ctx, input) => s.webhooks.retryDelivery(ctx, input),
+    handler: (s: WebhookOperationServices, ctx, input) => s.webhooks.retryDelivery(ctx, input),
   }),
   defineOperation({
     ...common,
@@ -258,6 +266,6 @@ export const webhookOperations = [
     response: RecoverResult,
     errors: [404, 409],
     examples: { request: { since: '2026-11-23T00:00:00.000Z' }, response: { recovered: 42 } },
-    handler: (s, ctx, input) => s.webhooks.recover(ctx, input),
+    handler: (s: WebhookOperationServices, ctx, input) => s.webhooks.recover(ctx, input),
   }),
 ];

@@ -5,7 +5,7 @@ import { insufficientScope } from '../auth/keys.js';
 import { actingKey, transactionOf, type Ctx } from '../context.js';
 import { hasScope, missingScopes } from '../auth/scopes.js';
 import { DomainError, conflict, invalid, notFound } from '../errors.js';
-import type { Cursors } from '../http/cursor.js';
+import type { Cursors } from '../platform/cursor.js';
 import { newId } from '../ids.js';
 import { decryptSecret, encryptSecret, type Keyring } from '../secrets.js';
 import { isoMicros } from '../util/time.js';

@@ -1,5 +1,11 @@
 import { defineOperation } from '../../operations/define.js';
 import { CrawlJobEnvelope, CrawlJobParams, CrawlJobs, CrawlListQuery, StartCrawlBody, UpdateWebsiteBody, WebsiteEnvelope, WebsiteParams } from './schema.js';
+import type { CrawlService } from './service.js';
+
+/** What the crawl operations call. */
+export interface CrawlOperationServices {
+  crawls: CrawlService;
+}
 
 const common = { area: 'knowledge', tag: 'Knowledge' } as const;
 const at = '2026-11-24T10:00:00.000Z';
@@ -31,7 +37,7 @@ export const crawlOperations = [
     status: 200,
     response: CrawlJobs,
     examples: { response: { jobs: [job] } },
-    handler: (s, ctx, input) => s.crawls.listJobs(ctx, input),
+    handler: (s: CrawlOperationServices, ctx, input) => s.crawls.listJobs(ctx, input),
   }),
   defineOperation({
     ...common,
@@ -50,7 +56,7 @@ export const crawlOperations = [
     extension: true,
     hints: { openWorld: true },
     examples: { request: { rootUrl: 'https://hotel.example/', crawlDepth: 3, maxPages: 100 }, response: { job: { ...job, status: 'queued', progress: { phase: 'queued', pagesDiscovered: 0, pagesProcessed: 0, chunksEmbedded: 0 } } } },
-    handler: async (s, ctx, input) => ({ job: (await s.crawls.start(ctx, input)).job }),
+    handler: async (s: CrawlOperationServices, ctx, input) => ({ job: (await s.crawls.start(ctx, input)).job }),
   }),
   defineOperation({
     ...common,
@@ -67,7 +73,7 @@ export const crawlOperations = [
     errors: [404],
     extension: true,
     examples: { response: { job: { ...job, status: 'completed', completedAt: at }, failedPages: [{ url: 'https://hotel.example/old-offer', code: 'http_status', message: 'HTTP 404' }] } },
-    handler: (s, ctx, input) => s.crawls.getJob(ctx, input),
+    handler: (s: CrawlOperationServices, ctx, input) => s.crawls.getJob(ctx, input),
   }),
   defineOperation({
     ...common,
@@ -113,6 +119,6 @@ export const crawlOperations = [
         nextCrawlAt: '2026-11-25T10:00:00.000Z',
       },
     },
-    handler: (s, ctx, input) => s.crawls.updateWebsite(ctx, input),
+    handler: (s: CrawlOperationServices, ctx, input) => s.crawls.updateWebsite(ctx, input),
   }),
 ];
