@@ -108,7 +108,13 @@ function nextSteps(state: DevState, receiver: { port: number; secret: string }):
   ];
 }
 
-const STEP_NOTES = ['your first call', 'a webhook receiver', 'events to the receiver', 'a guest writes in'];
+/** What each of the next steps is for, printed above it. */
+const stepNotes = (listenSecrets: string) => [
+  'Your first call:',
+  `A webhook receiver (it checks the signatures \`m2m listen\` makes, with the secret kept in ${listenSecrets}):`,
+  'Events to the receiver (one it does not answer is tried again until it does):',
+  'A guest writes in:',
+];
 
 export const devCommand: Command = {
   words: ['dev'],
@@ -147,7 +153,7 @@ export const devCommand: Command = {
       const webhookSecret = await listenSecret();
       const next = nextSteps(state, { port: receiverPort, secret: webhookSecret });
       const exports = exportLines(state);
-      const width = Math.max(...next.map((command) => command.length));
+      const notes = stepNotes(listenFile());
       emit(json, { ...state, adminBaseUrl: adminBaseUrl(baseUrl), dataDir, reused: earlier !== undefined, webhookSecret, exports, next }, () =>
         [
           `M2M API ready in ${seconds} s at ${baseUrl} (embedded database: ${dataDir}; admin API: ${adminBaseUrl(baseUrl)})`,
@@ -162,8 +168,8 @@ export const devCommand: Command = {
           '',
           `Admin token: ${adminToken}. Both are saved in ${devStateFile()}: m2m commands run from this folder use them without exports.`,
           '',
-          `Next, each in its own terminal, from this folder (the receiver checks the signatures \`m2m listen\` makes with the secret kept in ${listenFile()}):`,
-          ...next.map((command, index) => `  ${index + 1}. ${command.padEnd(width)}   # ${STEP_NOTES[index]}`),
+          'Next, each in its own terminal, from this folder:',
+          ...next.flatMap((command, index) => [`  ${index + 1}. ${notes[index]}`, `     ${command}`]),
           '',
           'Ctrl-C stops the server.',
         ].join('\n'),
