@@ -1,8 +1,23 @@
+import type { AddressInfo } from 'node:net';
 import { ConfigError, loadConfig } from './config.js';
 import { openDatabase } from './db/open.js';
 
 /** What closing takes besides the grace of running work (connections, pools), at most. */
 const SHUTDOWN_SLACK_MS = 10_000;
+
+/** What a first `npm start` tells whoever holds no key yet. */
+const noAdminTokenHint = (origin: string) =>
+  'no ADMIN_TOKEN, so the admin API (/admin/v1) is off and no API key can be created here. ' +
+  'For a local demo with a key: npx m2m dev. To provision your own: restart with ADMIN_TOKEN=<secret>, then ' +
+  'M2M_ADMIN_TOKEN=<secret> npx m2m admin tenants create --name <name>, and ' +
+  'npx m2m admin keys create --tenant <tenantId> --scopes <a,b>. ' +
+  `API reference: ${origin}/m2m/v1/docs`;
+
+function listeningOrigin(address: string | AddressInfo | null): string {
+  if (address === null || typeof address === 'string') return '';
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return `http://${host}:${address.port}`;
+}
 
 /** CLI entry: `npm start [-- --role api|worker|all]`. */
 async function main(): Promise<void> {
@@ -31,6 +46,8 @@ async function main(): Promise<void> {
   }
   if (config.role !== 'api') await runtime.startWorkers();
   log.info({ role: config.role, database: config.databaseUrl ? 'postgres' : 'pglite' }, 'started');
+  // Without an admin token nobody can create a tenant or a key on this server: say how to get one.
+  if (!config.adminToken && config.role !== 'worker') log.info(noAdminTokenHint(listeningOrigin(runtime.app.server.address())));
 
   let stopping = false;
   const shutdown = (signal: string) => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -113,6 +114,16 @@ test('every command answers --help with its usage, and the overview lists them a
   assert.match(missing.stderr, /missing <eventId>/);
 });
 
+test('m2m --version and -v print the package version', async () => {
+  const { version } = JSON.parse(await readFile(join(ROOT, 'packages/client/package.json'), 'utf8')) as { version: string };
+  for (const flag of ['--version', '-v']) {
+    const result = await m2m([flag]);
+    assert.equal(result.code, 0);
+    assert.equal(result.stdout, `${version}\n`);
+  }
+  assert.match((await m2m(['--help'])).stdout, /m2m --version/);
+});
+
 test('the built package is plain JavaScript: imported by name from a .mjs file, its bin is what npx runs', async () => {
   const { stdout } = await run(process.execPath, [join(ROOT, 'packages/client/test/fixtures/plain-import.mjs'), baseUrl], { cwd: ROOT });
   const result = JSON.parse(stdout) as { verified: string; hasIterator: boolean; page: { error?: string } };
@@ -122,6 +133,47 @@ test('the built package is plain JavaScript: imported by name from a .mjs file, 
 
   const viaNpx = await run('npx', ['--no-install', 'm2m', '--help'], { cwd: ROOT });
   assert.match(viaNpx.stdout, /m2m listen/);
+});
+
+test('the plain-JavaScript tour (examples/tour.mjs) runs with node against the built package', async () => {
+  const env = { PATH: process.env.PATH, HOME: process.env.HOME, M2M_API_KEY: apiKey, M2M_BASE_URL: baseUrl };
+  const { stdout } = await run(process.execPath, [join(ROOT, 'packages/client/examples/tour.mjs')], { env, cwd: ROOT });
+  assert.match(stdout, /^\d+ conversations$/m);
+  const created = /^subscription (\S+) → https:\/\/hooks\.example\.com\/m2m, secret whsec_\S+$/m.exec(stdout);
+  assert.ok(created, stdout);
+  assert.match(stdout, new RegExp(`^  ${created[1]}  active, 0 failures in a row$`, 'm'));
+  assert.match(stdout, /^\d+ message\.created events \(more: (true|false)\)$/m);
+  assert.match(stdout, new RegExp(`^subscription ${created[1]} deleted$`, 'm'));
+  assert.equal((await app.api(apiKey, 'GET', `/webhooks/${created[1]}`)).statusCode, 404, 'the tour leaves nothing behind');
+
+  const refused = await run(process.execPath, [join(ROOT, 'packages/client/examples/tour.mjs')], { env: { ...env, M2M_API_KEY: 'm2m_live_wrong' }, cwd: ROOT }).then(
+    () => undefined,
+    (error: { code?: number; stderr?: string }) => error,
+  );
+  assert.equal(refused?.code, 1);
+  assert.match(String(refused?.stderr), /^401 M2M_AUTH_INVALID_CREDENTIALS: .*\(request id \S+\)$/m);
+});
+
+test('npm start without ADMIN_TOKEN logs how to get a key', async () => {
+  const port = await freePort();
+  const env = { PATH: process.env.PATH, HOME: process.env.HOME, DATA_DIR: 'memory://', PORT: String(port), LOG_LEVEL: 'info' };
+  const server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env, cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  server.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  server.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  const exited = new Promise<number | null>((resolve) => server.once('exit', (code) => resolve(code)));
+  try {
+    const line = await until('the hint', () => output.split('\n').find((entry) => entry.includes('no ADMIN_TOKEN')), 90_000);
+    const { msg } = JSON.parse(line) as { msg: string };
+    assert.match(msg, /npx m2m dev/);
+    assert.match(msg, /ADMIN_TOKEN=<secret>/);
+    assert.match(msg, /m2m admin tenants create/);
+    assert.match(msg, /m2m admin keys create/);
+    assert.ok(msg.includes(`http://127.0.0.1:${port}/m2m/v1/docs`), msg);
+  } finally {
+    server.kill('SIGTERM');
+    await exited;
+  }
 });
 
 test('listen forwards new events as signed deliveries with the same body and headers, and resumes after a restart without re-sending', async () => {
@@ -191,20 +243,34 @@ test('listen forwards new events as signed deliveries with the same body and hea
   }
 });
 
-test('listen reports a receiver that does not answer and goes on with the next event', async () => {
-  const closedPort = await freePort();
-  const listener = startListen(['--forward-to', `http://127.0.0.1:${closedPort}/webhooks`, '--interval', '100', '--json', '--events', 'knowledge.crawl.completed']);
+test('listen tries an event nobody answered again until a receiver is up, in order, each once', async () => {
+  const port = await freePort();
+  const listener = startListen(['--forward-to', `http://127.0.0.1:${port}/webhooks`, '--interval', '100', '--json', '--events', 'knowledge.crawl.completed']);
+  let local: Awaited<ReturnType<typeof receiverOn>> | undefined;
   try {
     await listener.secret();
     await m2mJson(['trigger', 'knowledge.crawl.completed', '--tenant', tenantId]);
     await m2mJson(['trigger', 'knowledge.crawl.completed', '--tenant', tenantId]);
-    await until('both events reported', () => listener.lines().length === 2);
-    for (const line of listener.lines()) {
+    // Nothing listens yet: the first event is reported and tried again, the second waits behind it.
+    await until('two failed attempts', () => listener.lines().length >= 2);
+    const failures = listener.lines();
+    assert.equal(new Set(failures.map((line) => line.eventId)).size, 1, 'the later event waits for the first');
+    for (const line of failures) {
       assert.equal(line.status, null);
       assert.match(String((line as { error?: string }).error), /ECONNREFUSED/);
+      assert.equal(typeof (line as { retryInMs?: number }).retryInMs, 'number');
     }
+
+    local = await receiverOn(port);
+    const receiver = local;
+    await until('both events delivered and reported', () => receiver.eventIds.length >= 2 && listener.lines().filter((line) => line.status !== null).length >= 2);
+    const answered = listener.lines().filter((line) => line.status !== null);
+    assert.deepEqual(answered.map((line) => line.status), [204, 204]);
+    assert.equal(answered[0].eventId, failures[0].eventId, 'the event triggered before the receiver was up comes first');
+    assert.deepEqual(receiver.eventIds, answered.map((line) => line.eventId));
   } finally {
     assert.equal(await listener.stop(), 0);
+    await local?.close();
   }
 });
 
@@ -243,6 +309,16 @@ test('admin and webhooks commands print JSON a script can read', async () => {
     });
     const listed = await m2mJson<{ subscriptions: Array<{ subscriptionId: string }> }>(['webhooks', 'list'], asNewKey);
     assert.deepEqual(listed.subscriptions.map((subscription) => subscription.subscriptionId), [subscriptionId]);
+
+    // The text forms say what is wrong: the subscription's health, each delivery's failure and next attempt.
+    const listedText = await m2m(['webhooks', 'list'], asNewKey);
+    assert.equal(listedText.code, 0, listedText.stderr);
+    assert.match(listedText.stdout, /^SUBSCRIPTION ID +URL +STATE +HEALTH +EVENTS$/m);
+    assert.match(listedText.stdout, new RegExp(`^${subscriptionId} +\\S+ +active +\\d+ failing \\(http_status at \\d{4}-\\S+, never succeeded\\)`, 'm'));
+    const deliveriesText = await m2m(['webhooks', 'deliveries', subscriptionId], asNewKey);
+    assert.equal(deliveriesText.code, 0, deliveriesText.stderr);
+    assert.match(deliveriesText.stdout, /^DELIVERY ID +TYPE +EVENT ID +STATUS +ATTEMPTS +FAILURE +NEXT ATTEMPT$/m);
+    assert.match(deliveriesText.stdout, new RegExp(`^${failed.deliveryId} .* http_status 500 +(-|\\d{4}-\\S+)$`, 'm'));
     const retried = await m2mJson<{ delivery: { deliveryId: string; status: string } }>(['webhooks', 'retry', subscriptionId, failed.deliveryId], asNewKey);
     assert.equal(retried.delivery.deliveryId, failed.deliveryId);
     const recovered = await m2mJson<{ recovered: number }>(['webhooks', 'recover', subscriptionId, '--since', new Date(Date.now() - 3_600_000).toISOString()], asNewKey);
@@ -290,6 +366,26 @@ test('the README tour: m2m listen forwards to the auto-reply example, which answ
   }
 });
 
+/** A receiver that answers 204 on a port chosen beforehand (the one a listener already forwards to). */
+async function receiverOn(port: number) {
+  const eventIds: string[] = [];
+  const server = createHttpServer((req, res) => {
+    req.resume();
+    req.once('end', () => {
+      eventIds.push(String(req.headers['x-service-event-id']));
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return {
+    eventIds,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
 async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -299,24 +395,49 @@ async function freePort(): Promise<number> {
   return address.port;
 }
 
-test('m2m dev starts the server with a demo tenant, prints a working key and the next commands, which work as printed', async () => {
+/** A pasted command running in its own terminal: a shell in its own process group, stopped like Ctrl-C. */
+function terminal(command: string, env: NodeJS.ProcessEnv) {
+  const child = spawn('sh', ['-c', command], { env, cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const output = { stdout: '', stderr: '' };
+  child.stdout.on('data', (chunk: Buffer) => (output.stdout += chunk.toString('utf8')));
+  child.stderr.on('data', (chunk: Buffer) => (output.stderr += chunk.toString('utf8')));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    output,
+    async stop() {
+      if (child.pid !== undefined && child.exitCode === null) process.kill(-child.pid, 'SIGINT');
+      await exited;
+    },
+  };
+}
+
+test('m2m dev starts the server with a demo tenant, prints a working key and the next commands, which work as printed and lose no event', async () => {
   const port = await freePort();
+  const receiverPort = await freePort();
   const devState = await mkdtemp(join(tmpdir(), 'm2m-dev-'));
   const devUrl = `http://127.0.0.1:${port}/m2m/v1`;
   const env = { PATH: process.env.PATH, HOME: process.env.HOME, M2M_STATE_DIR: devState, M2M_BASE_URL: devUrl };
-  const dev = spawn(process.execPath, [CLI, 'dev', '--port', String(port), '--data-dir', 'memory://', '--json'], { env, cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const args = ['dev', '--port', String(port), '--data-dir', 'memory://', '--receiver-port', String(receiverPort)];
+  const dev = spawn(process.execPath, [CLI, ...args], { env, cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   dev.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
   dev.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
   const exited = new Promise<number | null>((resolve) => dev.once('exit', (code) => resolve(code)));
+  const terminals: Array<ReturnType<typeof terminal>> = [];
   try {
-    const line = await until('the dev summary', () => (stdout.includes('\n') ? stdout.split('\n')[0] : undefined), 90_000).catch((error: unknown) => {
-      throw new Error(`${String(error)}\n${stderr}`);
+    await until('the dev summary', () => stdout.includes('Ctrl-C stops the server.'), 90_000).catch((error: unknown) => {
+      throw new Error(`${String(error)}\n${stdout}\n${stderr}`);
     });
-    const summary = JSON.parse(line) as { baseUrl: string; apiKey: string; tenantId: string; next: string[] };
-    assert.equal(summary.baseUrl, devUrl);
-    assert.equal(summary.next.length, 3);
+    // What a person copies: the export lines, and the command under each numbered step.
+    const exported = [...stdout.matchAll(/^ {2}export (M2M_[A-Z_]+)=(\S+)$/gm)].map((match) => [match[1], match[2]]);
+    assert.deepEqual(exported.map(([name]) => name), ['M2M_API_KEY', 'M2M_BASE_URL']);
+    const apiKey = exported[0][1];
+    assert.match(apiKey, /^m2m_/);
+    assert.equal(exported[1][1], devUrl);
+    const next = [...stdout.matchAll(/^ {2}\d\. .*\n {5}(.*)$/gm)].map((match) => match[1]);
+    assert.equal(next.length, 4, stdout);
+    const summary = { apiKey, next };
 
     // 1. the printed curl, run as printed
     const curl = await run('sh', ['-c', summary.next[0]], { env });
@@ -342,13 +463,25 @@ test('m2m dev starts the server with a demo tenant, prints a working key and the
     const knowledge = (await (await fetch(`${devUrl}/knowledge/items`, { headers: authed })).json()) as { items: unknown[] };
     assert.ok(knowledge.items.length >= 2);
 
-    // 2. and 3.: listen and trigger find the key and admin token that dev saved, with nothing exported
-    assert.match(summary.next[1], /^npx m2m listen --forward-to /);
-    assert.equal(summary.next[2], 'npx m2m trigger message.created');
-    const triggered = JSON.parse((await m2mDev(['trigger', 'message.created'])).stdout) as { conversationId: string };
-    const events = JSON.parse((await m2mDev(['events', 'list', '--types', 'message.created'])).stdout) as { events: Array<{ data: { conversationId: string } }> };
-    assert.equal(events.events.at(-1)?.data.conversationId, triggered.conversationId);
+    // 2., 3. and 4., each in its own terminal as a person would paste them, one right after the other: the
+    // receiver, the listener in front of it, a guest writing in. listen and trigger find the key and admin token
+    // that dev saved, with nothing exported; the event reaches the receiver even if it was not listening yet.
+    assert.match(summary.next[1], new RegExp(`^WEBHOOK_SECRET=whsec_\\S+ PORT=${receiverPort} node --import tsx packages/client/examples/receiver\\.ts$`));
+    assert.equal(summary.next[2], `npx m2m listen --forward-to http://127.0.0.1:${receiverPort}/webhooks`);
+    assert.equal(summary.next[3], 'npx m2m trigger message.created');
+    const receiver = terminal(summary.next[1], env);
+    terminals.push(receiver);
+    const listener = terminal(summary.next[2], env);
+    terminals.push(listener);
+    await until('the listener to be ready', () => listener.output.stderr.includes('Ready!'), 30_000);
+    await run('sh', ['-c', summary.next[3]], { env, cwd: ROOT });
+    const accepted = await until('the event at the receiver', () => /accepted message\.created (evt_\S+)/.exec(receiver.output.stdout)?.[1], 30_000).catch((error: unknown) => {
+      throw new Error(`${String(error)}\nreceiver: ${JSON.stringify(receiver.output)}\nlisten: ${JSON.stringify(listener.output)}`);
+    });
+    const events = JSON.parse((await m2mDev(['events', 'list', '--types', 'message.created'])).stdout) as { events: Array<{ eventId: string }> };
+    assert.equal(events.events.at(-1)?.eventId, accepted);
   } finally {
+    for (const running of terminals) await running.stop();
     dev.kill('SIGINT');
     assert.equal(await exited, 0);
     await rm(devState, { recursive: true, force: true });

@@ -1,12 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { M2MClient } from '../index.js';
 import { adminClient, type AdminClient } from './admin.js';
 import type { Command } from './command.js';
 import { adminBaseUrl, DEFAULT_BASE_URL, devStateFile, readJson, writeJson, type DevState } from './config.js';
 import { dayFromNow, GUESTS, KNOWLEDGE } from './demo.js';
-import { startServer, waitUntilReady } from './dev-server.js';
+import { serverRoot, startServer, waitUntilReady } from './dev-server.js';
 import { UsageError } from './errors.js';
+import { listenFile, listenSecret } from './listen-state.js';
 import { emit } from './output.js';
 
 interface Demo extends DevState {
@@ -83,20 +84,41 @@ async function earlierDemo(baseUrl: string, dataDir: string): Promise<DevState |
   }
 }
 
-function nextSteps(state: DevState): string[] {
+/** The shell lines that give another terminal this server's key (and its URL when not the default one). */
+function exportLines(state: DevState): string[] {
+  const lines = [`export M2M_API_KEY=${state.apiKey}`];
+  if (state.baseUrl !== DEFAULT_BASE_URL) lines.push(`export M2M_BASE_URL=${state.baseUrl}`);
+  return lines;
+}
+
+/**
+ * What to run next, in order, each ready to paste: the receiver starts before the listener forwards to it and
+ * before anything is triggered, so the first event has somewhere to go.
+ */
+function nextSteps(state: DevState, receiver: { port: number; secret: string }): string[] {
   // The other commands find this server's key through .m2m/dev.json when M2M_BASE_URL names it (the default does for 8080).
   const configured = (process.env.M2M_BASE_URL || DEFAULT_BASE_URL).replace(/\/+$/, '');
   const m2m = configured === state.baseUrl ? 'npx m2m' : `M2M_BASE_URL=${state.baseUrl} npx m2m`;
+  const example = relative(process.cwd(), join(serverRoot(), 'packages', 'client', 'examples', 'receiver.ts'));
   return [
     `curl -s ${state.baseUrl}/conversations -H 'Authorization: Bearer ${state.apiKey}'`,
-    `${m2m} listen --forward-to http://127.0.0.1:3000/webhooks`,
+    `WEBHOOK_SECRET=${receiver.secret} PORT=${receiver.port} node --import tsx ${example}`,
+    `${m2m} listen --forward-to http://127.0.0.1:${receiver.port}/webhooks`,
     `${m2m} trigger message.created`,
   ];
 }
 
+/** What each of the next steps is for, printed above it. */
+const stepNotes = (listenSecrets: string) => [
+  'Your first call:',
+  `A webhook receiver (it checks the signatures \`m2m listen\` makes, with the secret kept in ${listenSecrets}):`,
+  'Events to the receiver (one it does not answer is tried again until it does):',
+  'A guest writes in:',
+];
+
 export const devCommand: Command = {
   words: ['dev'],
-  usage: '[--port 8080] [--data-dir ./data]',
+  usage: '[--port 8080] [--data-dir ./data] [--receiver-port 3000]',
   summary:
     'Start the API and its workers on the embedded database with a generated admin token, create a demo tenant (a property, a ' +
     'WhatsApp channel with a ready template, conversations, reservations, knowledge) and print a key with every scope and what to ' +
@@ -104,10 +126,13 @@ export const devCommand: Command = {
   options: {
     port: { type: 'string', description: 'port on 127.0.0.1 (default: the port of M2M_BASE_URL, 8080)' },
     'data-dir': { type: 'string', description: 'embedded database directory (default ./data; memory:// keeps nothing)' },
+    'receiver-port': { type: 'string', description: 'port of the webhook receiver in the printed next steps (default 3000)' },
   },
   async run({ values, json }) {
     const port = values.integer('port') ?? Number(new URL(process.env.M2M_BASE_URL || DEFAULT_BASE_URL).port || 80);
     if (port < 1 || port > 65535) throw new UsageError('--port must be 1..65535');
+    const receiverPort = values.integer('receiver-port') ?? 3000;
+    if (receiverPort < 1 || receiverPort > 65535) throw new UsageError('--receiver-port must be 1..65535');
     const rawDataDir = values.string('data-dir') ?? 'data';
     const dataDir = rawDataDir.startsWith('memory://') ? rawDataDir : resolve(rawDataDir);
     const origin = `http://127.0.0.1:${port}`;
@@ -125,8 +150,11 @@ export const devCommand: Command = {
       const state = earlier ? { ...earlier, adminToken } : await seed(admin, baseUrl, adminToken);
       await writeJson(devStateFile(), { ...state, dataDir });
       const seconds = ((performance.now() - started) / 1000).toFixed(1);
-      const next = nextSteps(state);
-      emit(json, { ...state, adminBaseUrl: adminBaseUrl(baseUrl), dataDir, reused: earlier !== undefined, next }, () =>
+      const webhookSecret = await listenSecret();
+      const next = nextSteps(state, { port: receiverPort, secret: webhookSecret });
+      const exports = exportLines(state);
+      const notes = stepNotes(listenFile());
+      emit(json, { ...state, adminBaseUrl: adminBaseUrl(baseUrl), dataDir, reused: earlier !== undefined, webhookSecret, exports, next }, () =>
         [
           `M2M API ready in ${seconds} s at ${baseUrl} (embedded database: ${dataDir}; admin API: ${adminBaseUrl(baseUrl)})`,
           earlier
@@ -134,12 +162,14 @@ export const devCommand: Command = {
             : `Demo tenant ${state.tenantId} "Hotel Sol (demo)": a property, a WhatsApp channel with the template guest_welcome ready, ` +
               `${GUESTS.length} conversations, 2 reservations, ${KNOWLEDGE.length} knowledge sources.`,
           '',
-          `  M2M_API_KEY=${state.apiKey}      (every scope)`,
-          `  M2M_ADMIN_TOKEN=${adminToken}`,
-          `  (saved in ${devStateFile()}: m2m commands run from this folder use them)`,
+          'Your key, with every scope (paste this where you call the API or run the examples):',
           '',
-          'Next, in another terminal:',
-          ...next.map((command, index) => `  ${index + 1}. ${command}`),
+          ...exports.map((line) => `  ${line}`),
+          '',
+          `Admin token: ${adminToken}. Both are saved in ${devStateFile()}: m2m commands run from this folder use them without exports.`,
+          '',
+          'Next, each in its own terminal, from this folder:',
+          ...next.flatMap((command, index) => [`  ${index + 1}. ${notes[index]}`, `     ${command}`]),
           '',
           'Ctrl-C stops the server.',
         ].join('\n'),

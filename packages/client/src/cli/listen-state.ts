@@ -25,7 +25,7 @@ export class ListenState {
   ) {}
 
   static async open(options: { baseUrl: string; apiKey: string; types?: string[]; file?: string }): Promise<ListenState> {
-    const file = options.file ?? join(stateDir(), 'listen.json');
+    const file = options.file ?? listenFile();
     const data = (await readJson<ListenFile>(file)) ?? { secret: newSecret(), feeds: {} };
     const feedKey = `${options.baseUrl} ${fingerprint(options.apiKey)} ${options.types?.join(',') ?? '*'}`;
     const state = new ListenState(file, data, feedKey);
@@ -49,6 +49,20 @@ export class ListenState {
   private save(): Promise<void> {
     return writeJson(this.file, this.data);
   }
+}
+
+export const listenFile = () => join(stateDir(), 'listen.json');
+
+/**
+ * The secret `m2m listen` signs with, created now if no listener ran yet: `m2m dev` prints it in the receiver's
+ * command, which can then start before the listener.
+ */
+export async function listenSecret(file = listenFile()): Promise<string> {
+  const saved = await readJson<ListenFile>(file);
+  if (saved) return saved.secret;
+  const created: ListenFile = { secret: newSecret(), feeds: {} };
+  await writeJson(file, created);
+  return created.secret;
 }
 
 /** The same form as a subscription's secret: `whsec_` and 192 random bits. */

@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { EventEnvelope } from '../generated.js';
 import { ApiConnectionError, ApiError, type M2MClient } from '../index.js';
 import { apiKey, publicClient } from './client.js';
 import type { Command } from './command.js';
@@ -31,14 +32,42 @@ async function currentEnd(client: M2MClient, types: string | undefined, signal: 
   }
 }
 
-function report(json: boolean, event: { eventId: string; type: string }, result: ForwardResult): void {
+/** The longest wait between two attempts at an event the receiver did not answer. */
+const MAX_RETRY_DELAY_MS = 10_000;
+
+function report(json: boolean, event: { eventId: string; type: string }, result: ForwardResult, retryInMs?: number): void {
   if (json) {
-    const line = result.status === null ? { eventId: event.eventId, type: event.type, status: null, error: result.error } : { eventId: event.eventId, type: event.type, status: result.status };
+    const line =
+      result.status === null
+        ? { eventId: event.eventId, type: event.type, status: null, error: result.error, ...(retryInMs === undefined ? {} : { retryInMs }) }
+        : { eventId: event.eventId, type: event.type, status: result.status };
     process.stdout.write(`${JSON.stringify(line)}\n`);
     return;
   }
+  const retry = retryInMs === undefined ? '' : `; is the receiver running? retrying in ${(retryInMs / 1000).toFixed(1)} s`;
   const answer = result.status === null ? `failed: ${result.error}` : `[${result.status}]`;
-  process.stdout.write(`${new Date().toISOString()}  ${event.type.padEnd(30)} ${event.eventId}  → ${answer} (${result.durationMs} ms)\n`);
+  process.stdout.write(`${new Date().toISOString()}  ${event.type.padEnd(30)} ${event.eventId}  → ${answer} (${result.durationMs} ms)${retry}\n`);
+}
+
+/**
+ * Forwards one event until the receiver answers (any status: the answer is printed, as a delivery's would be)
+ * or the listener stops. An event nobody answered (nothing listening yet, a timeout) is tried again after the
+ * poll interval, doubling up to 10 s, before any later event: a receiver started after the event still gets it,
+ * and in order. Returns false when stopped first, so the event is not recorded as sent and a restart sends it.
+ */
+async function forwardUntilAnswered(options: ListenOptions, event: EventEnvelope): Promise<boolean> {
+  let delayMs = Math.max(options.intervalMs, 100);
+  for (;;) {
+    const result = await forwardEvent(options.forwardTo, event, options.state.secret);
+    if (result.status !== null) {
+      report(options.json, event, result);
+      return true;
+    }
+    report(options.json, event, result, delayMs);
+    await sleep(delayMs, undefined, { signal: options.signal }).catch(() => undefined);
+    if (options.signal.aborted) return false;
+    delayMs = Math.min(delayMs * 2, MAX_RETRY_DELAY_MS);
+  }
 }
 
 /**
@@ -70,7 +99,7 @@ async function follow(options: ListenOptions): Promise<void> {
     for (const event of page.events) {
       if (signal.aborted) return;
       if (sent.has(event.eventId)) continue;
-      report(options.json, event, await forwardEvent(options.forwardTo, event, state.secret));
+      if (!(await forwardUntilAnswered(options, event))) return;
       sent.add(event.eventId);
       position = { cursor: position.cursor, sent: [...sent] };
       await state.record(position);
@@ -99,7 +128,8 @@ export const listenCommand: Command = {
   usage: '--forward-to <url> [--events a,b] [--json]',
   summary:
     'Follow GET /events and POST each new event to a local URL exactly as a webhook delivery (same body and headers, signed with ' +
-    'the whsec_ secret printed at start and kept in .m2m/listen.json). Resumes where it stopped after a restart.',
+    'the whsec_ secret printed at start and kept in .m2m/listen.json). An event the receiver does not answer is tried again ' +
+    'until it does, so a receiver started later still gets it. Resumes where it stopped after a restart.',
   options: {
     'forward-to': { type: 'string', description: 'the local receiver, e.g. http://127.0.0.1:3000/webhooks (required)' },
     events: { type: 'string', description: 'only these event types (comma-separated; default: every type the key can read)' },

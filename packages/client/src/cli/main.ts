@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { readFileSync } from 'node:fs';
 import { ApiConnectionError, ApiError } from '../index.js';
 import { commandHelp, parseCommand, type Command } from './command.js';
 import { COMMANDS } from './commands.js';
@@ -16,9 +17,16 @@ function overview(commands: Command[], prefix: string[] = []): string {
   return (
     `Usage: m2m ${prefix.length ? `${prefix.join(' ')} ` : ''}<command> [options]   (m2m <command> --help for its options)\n\n` +
     `Commands:\n${lines.join('\n')}\n\n` +
+    (prefix.length ? '' : 'm2m --version (or -v) prints the version.\n\n') +
     'Configuration: M2M_API_KEY (an API key), M2M_BASE_URL (default http://127.0.0.1:8080/m2m/v1), M2M_ADMIN_TOKEN (the admin\n' +
     "API's token), M2M_STATE_DIR (default ./.m2m: what `m2m dev` and `m2m listen` keep across restarts).\n"
   );
+}
+
+/** The package's version: src/cli and dist/cli both sit two folders below packages/client/package.json. */
+function version(): string {
+  const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: unknown };
+  return typeof manifest.version === 'string' ? manifest.version : 'unknown';
 }
 
 /** The command whose words start the arguments (the longest match). */
@@ -27,6 +35,10 @@ function find(args: string[]): Command | undefined {
 }
 
 async function main(args: string[]): Promise<number> {
+  if (args.length === 1 && (args[0] === '--version' || args[0] === '-v')) {
+    process.stdout.write(`${version()}\n`);
+    return 0;
+  }
   const command = find(args);
   if (!command) {
     const group = COMMANDS.filter((candidate) => args.length > 0 && candidate.words[0] === args[0]);

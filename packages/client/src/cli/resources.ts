@@ -1,4 +1,4 @@
-import type { EventEnvelope, WebhookDelivery } from '../generated.js';
+import type { EventEnvelope, WebhookDelivery, WebhookSubscription } from '../generated.js';
 import { adminClient } from './admin.js';
 import { publicClient } from './client.js';
 import type { Command } from './command.js';
@@ -15,8 +15,38 @@ function deliveryStatus(value: string | undefined): WebhookDelivery['status'] | 
 }
 
 const eventRows = (events: EventEnvelope[]) => events.map((event) => [event.occurredAt, event.type, event.eventId]);
+/** `http_status 500`, `timeout`, …: why the last attempt failed, with the receiver's status when it answered. */
+function failure(code: string | undefined, httpStatus?: number): string {
+  if (code === undefined) return '-';
+  return httpStatus === undefined ? code : `${code} ${httpStatus}`;
+}
+
 const deliveryRows = (deliveries: WebhookDelivery[]) =>
-  deliveries.map((delivery) => [delivery.deliveryId, delivery.eventType, delivery.eventId, delivery.status, delivery.attempts]);
+  deliveries.map((delivery) => [
+    delivery.deliveryId,
+    delivery.eventType,
+    delivery.eventId,
+    delivery.status,
+    delivery.attempts,
+    failure(delivery.failureCode, delivery.httpStatus),
+    delivery.nextAttemptAt ?? '-',
+  ]);
+
+/** Active, off, or disabled by the service (and why): a subscription that stopped receiving must say so. */
+function subscriptionState(subscription: WebhookSubscription): string {
+  if (subscription.active) return 'active';
+  return subscription.disabledReason ? `disabled (${subscription.disabledReason})` : 'inactive';
+}
+
+/** `ok` while the last attempt succeeded; otherwise how many attempts failed in a row, since when and why. */
+function health({ health }: WebhookSubscription): string {
+  if (health.consecutiveFailures === 0) return health.lastSuccessAt ? `ok (last success ${health.lastSuccessAt})` : 'no attempt yet';
+  const since = health.lastSuccessAt ? `, last success ${health.lastSuccessAt}` : ', never succeeded';
+  return `${health.consecutiveFailures} failing (${failure(health.lastFailureCode)} at ${health.lastFailureAt ?? '?'}${since})`;
+}
+
+const subscriptionRows = (subscriptions: WebhookSubscription[]) =>
+  subscriptions.map((subscription) => [subscription.subscriptionId, subscription.url, subscriptionState(subscription), health(subscription), subscription.events.join(',')]);
 
 /** `m2m events …` and `m2m webhooks …`: thin commands over the SDK. */
 export const resourceCommands: Command[] = [
@@ -52,18 +82,15 @@ export const resourceCommands: Command[] = [
     options: {},
     async run({ json, config }) {
       const { subscriptions } = await publicClient(config).webhooks.list();
-      emit(json, { subscriptions }, () =>
-        table(
-          ['SUBSCRIPTION ID', 'URL', 'ACTIVE', 'EVENTS'],
-          subscriptions.map((subscription) => [subscription.subscriptionId, subscription.url, subscription.active, subscription.events.join(',')]),
-        ),
-      );
+      emit(json, { subscriptions }, () => table(['SUBSCRIPTION ID', 'URL', 'STATE', 'HEALTH', 'EVENTS'], subscriptionRows(subscriptions)));
     },
   },
   {
     words: ['webhooks', 'deliveries'],
     usage: '<subscriptionId> [--status failed] [--limit n] [--cursor c]',
-    summary: "List a subscription's deliveries, newest first (GET /webhooks/{subscriptionId}/deliveries).",
+    summary:
+      "List a subscription's deliveries, newest first, with why the last attempt failed and when the next one is due " +
+      '(GET /webhooks/{subscriptionId}/deliveries).',
     options: {
       status: { type: 'string', description: 'pending, delivered, failed or canceled' },
       limit: { type: 'string', description: 'deliveries per page' },
@@ -77,7 +104,7 @@ export const resourceCommands: Command[] = [
         limit: values.integer('limit'),
         cursor: values.string('cursor'),
       });
-      emit(json, page, () => table(['DELIVERY ID', 'TYPE', 'EVENT ID', 'STATUS', 'ATTEMPTS'], deliveryRows(page.deliveries)));
+      emit(json, page, () => table(['DELIVERY ID', 'TYPE', 'EVENT ID', 'STATUS', 'ATTEMPTS', 'FAILURE', 'NEXT ATTEMPT'], deliveryRows(page.deliveries)));
     },
   },
   {
