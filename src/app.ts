@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { DomainError, errorBody } from './errors.js';
 import { clientErrorHandler, requestIdOf, sendError } from './http/edge-errors.js';
 import { applyRouteLimits, inputGuardHook } from './http/input-guard.js';
+import { rootRoute } from './http/root-route.js';
 import { BodyRate, closeIfBodyIgnored, closeIfBodyUnread, registerBodyRate } from './http/body-rate.js';
 import { registerJsonParser } from './http/json-body.js';
 import { applyServerLimits, SERVER_LIMITS } from './http/server-limits.js';
@@ -126,6 +127,7 @@ export async function buildApp(services: Services, logger: Logger, options: AppO
   });
 
   await app.register(docsRoutes(API_PREFIX));
+  await app.register(rootRoute(API_PREFIX));
 
   const { limiter } = options;
   await app.register(
