@@ -34,6 +34,16 @@ test('a plan kept while a table was empty reads it by index once it has grown', 
   // One connection of the kept-plan pool serves these one after the other: PREPARE, then its plan, made now.
   await db.query('PREPARE probe(text) AS SELECT status FROM message_requests WHERE id = $1', undefined, { cachedPlan: true });
   const first = await planOf(`EXPLAIN (FORMAT JSON) EXECUTE probe('mrq_x')`);
+  // The rows' parents first: message requests have their foreign keys (migration 0028).
+  await db.transaction((tx) =>
+    tx.exec(`INSERT INTO tenants (id, name, created_at, updated_at) VALUES ('ten_x', 'X', now(), now());
+      INSERT INTO channels (id, tenant_id, kind, name, created_at, updated_at) VALUES ('chn_x', 'ten_x', 'webchat', 'Web', now(), now());
+      INSERT INTO contacts (id, tenant_id, handle, created_at, updated_at) VALUES ('ctc_x', 'ten_x', 'guest', now(), now());
+      INSERT INTO conversations (id, tenant_id, channel_id, channel_kind, contact_id, last_message_at, created_at, updated_at)
+      VALUES ('cnv_x', 'ten_x', 'chn_x', 'webchat', 'ctc_x', now(), now(), now());
+      INSERT INTO messages (id, tenant_id, conversation_id, direction, text, created_at)
+      SELECT 'msg_' || i, 'ten_x', 'cnv_x', 'outbound', 'text', now() FROM generate_series(1, 5000) AS i`),
+  );
   await db.query(
     `INSERT INTO message_requests (id, tenant_id, conversation_id, reply_id, channel_id, channel_kind, text, status, provider, created_at, updated_at)
      SELECT 'mrq_' || i, 'ten_x', 'cnv_x', 'msg_' || i, 'chn_x', 'webchat', 'text', 'sent', 'sandbox', now(), now() FROM generate_series(1, 5000) AS i`,
@@ -63,6 +73,7 @@ test('the reply statement looks each Idempotency-Key up by key, even when planne
   const wake = { jobs: 'test_jobs', webhooks: 'test_webhooks' };
   // One transaction holds one connection, so the second call runs the plans the first made.
   const keysRead = await db.transaction(async (tx) => {
+    await tx.query(`INSERT INTO tenants (id, name, created_at, updated_at) VALUES ('ten_plans', 'Plans', now(), now())`);
     await tx.query('ANALYZE idempotency_keys');
     assert.deepEqual((await outboundRepo.replies(tx, [claim('k0')], wake)).map((o) => o.outcome), ['missing']);
     await tx.query(
