@@ -63,7 +63,6 @@ test('the reply statement looks each Idempotency-Key up by key, even when planne
   const at = new Date();
   const claim = (key: string): ReplyClaim => ({
     message: outbound.prepare(at, { tenantId: 'ten_plans', conversationId: 'conv_missing', channelId: 'chn_x', channelKind: 'webchat', recipientPhone: null, text: 'Hi' }),
-    windowHours: null,
     operation: 'conversations.reply',
     key,
     requestHash: 'hash',

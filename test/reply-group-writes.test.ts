@@ -23,7 +23,6 @@ function claim(tenantId: string, channelId: string, conversationId: string, key:
   const message = outbound.prepare(at, { tenantId, conversationId, channelId, channelKind: 'webchat', recipientPhone: null, text });
   return {
     message,
-    windowHours: null,
     operation: 'conversations.reply',
     key,
     requestHash: requestHash({ conversationId, text }),
@@ -59,8 +58,7 @@ test('one group: replies, a key used twice, an opted-out contact and a missing c
   assert.ok(replay.outcome === 'taken' && clash.outcome === 'taken' && refused.outcome === 'refused');
   assert.deepEqual(replay.stored, { request_hash: group[0].requestHash, state: 'completed', response_status: 202, response_body: group[0].response });
   assert.equal(clash.stored.request_hash, group[1].requestHash, 'the key holds the first use, not this request');
-  assert.equal(refused.contact_opted_out, true);
-  assert.equal(refused.channel_available, true);
+  assert.equal(refused.refusal, 'recipient_opted_out');
 
   const written = (sql: string) => db().query<{ id: string }>(sql, [tenantId]);
   const sent = [group[0].message, group[1].message];

@@ -9,6 +9,7 @@ import { conversationRepo } from '../conversations/repo.js';
 import { conflict, invalid } from '../errors.js';
 import { runIdempotent } from '../http/idempotency.js';
 import type { OutboundQueue } from '../messaging/outbound.js';
+import { sendRefusal } from '../messaging/send-rules.js';
 import { crmRepo, type FollowUpRow } from './repo.js';
 import { emitOpportunityUpdated, requireFollowUp } from './service.js';
 import { followUpView, generatedDraft } from './views.js';
@@ -73,10 +74,11 @@ export class FollowUpSender {
     const conversation = await conversationRepo.get(tx, tenantId, row.conversation_id);
     if (!conversation) throw conflict('the follow-up conversation no longer exists');
     const channel = await channelRepo.get(tx, tenantId, conversation.channel_id);
-    if (!channel?.available) throw conflict('the conversation channel is not available for sending', { reason: 'channel_unavailable' });
     const contact = await conversationRepo.getContact(tx, tenantId, conversation.contact_id);
-    if (contact?.opted_out) throw conflict('the contact has opted out', { reason: 'recipient_opted_out' });
-    if (requireConsent && !contact?.consent) throw conflict('the contact has not given consent to be contacted', { reason: 'recipient_no_consent' });
+    const refusal = await sendRefusal(tx, { channelAvailable: channel?.available ?? false, optedOut: contact?.opted_out ?? false, consentRequired: requireConsent, consent: contact?.consent ?? false });
+    if (refusal === 'channel_unavailable' || !channel) throw conflict('the conversation channel is not available for sending', { reason: 'channel_unavailable' });
+    if (refusal === 'recipient_opted_out') throw conflict('the contact has opted out', { reason: 'recipient_opted_out' });
+    if (refusal === 'recipient_no_consent') throw conflict('the contact has not given consent to be contacted', { reason: 'recipient_no_consent' });
     const text = messageText ?? row.message_draft ?? generatedDraft(row, contact?.name ?? null);
     if (!text.trim()) throw invalid('body.messageText', 'there is no message to send');
     const queued = await this.outbound.queue(tx, now, {

@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/driver.js';
 import type { IdempotencyKeyRow, StoredUse } from '../http/idempotency-repo.js';
 import type { PayloadOf } from '../jobs/tasks.js';
+import type { SendRefusal } from './send-rules.js';
 
 /** Every row of one outbound message: the fields of the SQL type outbound_message (migration 0021). */
 export interface OutboundMessage {
@@ -30,8 +31,6 @@ export interface OutboundMessage {
 /** One reply of conversation_replies (migration 0022): its message and its Idempotency-Key's claim. */
 export interface ReplyClaim {
   message: OutboundMessage;
-  /** The channel's free-form window in hours; null when it has none. */
-  windowHours: number | null;
   operation: string;
   key: string;
   requestHash: string;
@@ -52,7 +51,10 @@ export type ReplyOutcome =
   | { outcome: 'queued'; deliveries: number }
   | { outcome: 'taken'; stored: StoredUse }
   | { outcome: 'missing' }
-  | { outcome: 'refused'; channel_available: boolean; contact_opted_out: boolean; last_inbound: Date | null };
+  | { outcome: 'refused'; refusal: ReplyRefusal; windowHours: number | null; lastInboundAt: Date | null; windowClosedAt: Date | null };
+
+/** Why conversation_replies refused a reply: a send rule (send_refusal) or the customer-service window (reply_window). */
+export type ReplyRefusal = SendRefusal | 'outside_customer_service_window';
 
 interface ReplyRow {
   ordinal: number;
@@ -61,9 +63,10 @@ interface ReplyRow {
   stored_state: IdempotencyKeyRow['state'] | null;
   stored_status: number | null;
   stored_body: unknown;
-  channel_available: boolean | null;
-  contact_opted_out: boolean | null;
+  refusal: ReplyRefusal | null;
+  window_hours: number | null;
   last_inbound: Date | null;
+  window_closed_at: Date | null;
   deliveries: number | null;
 }
 
@@ -93,6 +96,12 @@ function toOutcome(row: ReplyRow): ReplyOutcome {
     case 'missing':
       return { outcome: 'missing' };
     case 'refused':
-      return { outcome: 'refused', channel_available: row.channel_available ?? false, contact_opted_out: row.contact_opted_out ?? false, last_inbound: row.last_inbound };
+      return {
+        outcome: 'refused',
+        refusal: row.refusal ?? 'channel_unavailable',
+        windowHours: row.window_hours,
+        lastInboundAt: row.last_inbound,
+        windowClosedAt: row.window_closed_at,
+      };
   }
 }

@@ -1,4 +1,5 @@
 import type { Static } from 'typebox';
+import type { ChannelKind } from '../channels/repo.js';
 import type { Clock } from '../clock.js';
 import type { Ctx } from '../context.js';
 import type { Db } from '../db/driver.js';
@@ -10,8 +11,7 @@ import { answerTaken, keyLifetime, requestHash, type StoredResponse } from '../h
 import { JOBS_CHANNEL } from '../jobs/queue.js';
 import { GroupCommit } from '../util/group-commit.js';
 import { WEBHOOKS_CHANNEL } from '../webhooks/events.js';
-import { REPLY_WINDOW_HOURS, replyWindowRefusal } from './channel-rules.js';
-import { ConversationChannels, type ConversationChannel } from './conversation-channels.js';
+import { ConversationChannels } from './conversation-channels.js';
 import type { OutboundQueue } from './outbound.js';
 import { outboundRepo, type ReplyClaim, type ReplyOutcome } from './outbound-repo.js';
 
@@ -57,7 +57,6 @@ export class ReplyService {
     const hash = requestHash({ conversationId, text });
     const result = await this.writes.submit({
       message,
-      windowHours: REPLY_WINDOW_HOURS[channel.kind],
       operation: OPERATION,
       key: idempotencyKey,
       requestHash: hash,
@@ -75,21 +74,36 @@ export class ReplyService {
         this.channels.forget(tenantId, conversationId);
         throw notFound('conversation');
       case 'refused':
-        throw refusal(channel, result, now);
+        throw refusalError(result, channel.kind);
     }
   }
 }
 
-/** Why conversation_replies refused: the channel's rules, in the order they are checked. */
-function refusal(channel: ConversationChannel, facts: Extract<ReplyOutcome, { outcome: 'refused' }>, now: Date): DomainError {
-  if (!facts.channel_available) {
-    return new DomainError('M2M_INVALID_REQUEST', 'the conversation channel is not available for sending', {
-      reason: 'channel_unavailable',
-      issues: [{ path: 'path.conversationId', message: 'its channel is not available' }],
-    });
+/** The answer to a refusal: conversation_replies decided it (send_refusal, reply_window) and gives the facts to explain it. */
+function refusalError(refused: Extract<ReplyOutcome, { outcome: 'refused' }>, channelKind: ChannelKind): DomainError {
+  switch (refused.refusal) {
+    case 'channel_unavailable':
+      return new DomainError('M2M_INVALID_REQUEST', 'the conversation channel is not available for sending', {
+        reason: 'channel_unavailable',
+        issues: [{ path: 'path.conversationId', message: 'its channel is not available' }],
+      });
+    case 'recipient_no_consent':
+      return conflict('the contact has not given consent to be contacted', { reason: 'recipient_no_consent' });
+    case 'recipient_opted_out':
+      return conflict('the contact has opted out', { reason: 'recipient_opted_out' });
+    case 'outside_customer_service_window': {
+      const { windowHours, lastInboundAt, windowClosedAt } = refused;
+      return conflict(
+        lastInboundAt && windowClosedAt
+          ? `the ${windowHours}-hour window after the contact's last message closed at ${windowClosedAt.toISOString()}; start the conversation again with a template`
+          : `the contact has not written on this conversation, so no ${windowHours}-hour window is open; start the conversation with a template`,
+        {
+          reason: 'outside_customer_service_window',
+          channel: channelKind,
+          windowHours,
+          ...(lastInboundAt && windowClosedAt ? { lastInboundAt: lastInboundAt.toISOString(), windowClosedAt: windowClosedAt.toISOString() } : {}),
+        },
+      );
+    }
   }
-  if (facts.contact_opted_out) return conflict('the contact has opted out', { reason: 'recipient_opted_out' });
-  const outsideWindow = replyWindowRefusal(channel.kind, facts.last_inbound, now);
-  if (!outsideWindow) throw new Error('conversation_replies refused a reply that the channel rules allow');
-  return outsideWindow;
 }

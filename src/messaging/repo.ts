@@ -131,6 +131,7 @@ export const messageRequestRepo = {
     ]);
   },
 
+  /** Moves the request's status when message_status_moves allows it; undefined when it is no move. */
   async setStatus(
     db: Queryable,
     tenantId: string,
@@ -138,10 +139,10 @@ export const messageRequestRepo = {
     status: RequestStatus,
     error: { code: string; message: string } | null,
     now: Date,
-  ): Promise<MessageRequestRow> {
+  ): Promise<MessageRequestRow | undefined> {
     const rows = await db.query<MessageRequestRow>(
       `UPDATE message_requests SET status = $2, error_code = COALESCE($3, error_code), error_message = COALESCE($4, error_message), updated_at = $5
-       WHERE id = $1 AND tenant_id = $6 RETURNING *`,
+       WHERE id = $1 AND tenant_id = $6 AND message_status_moves(status, $2) RETURNING *`,
       [id, status, error?.code ?? null, error?.message ?? null, now, tenantId],
     );
     return rows[0];

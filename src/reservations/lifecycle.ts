@@ -7,6 +7,7 @@ import { messageRequestRepo } from '../messaging/repo.js';
 import type { OutboundQueue } from '../messaging/outbound.js';
 import { addDays } from './dates.js';
 import { attemptRepo, savepoints, settingsRepo, type AttemptRow } from './lifecycle-repo.js';
+import { sendRefusal } from '../messaging/send-rules.js';
 import { mirrorRepo, type MirrorRow } from './repo.js';
 import type { AttemptResult, LifecycleEvent } from './lifecycle-types.js';
 
@@ -132,12 +133,13 @@ export class LifecycleEngine {
     }
     if (!setting?.enabled) return skipped('event_disabled');
     if (!sender) return skipped('no_sender');
-    if (sender.kind !== 'whatsapp' || !sender.available) return skipped('sender_unavailable');
+    if (sender.kind !== 'whatsapp' || (await sendRefusal(tx, { channelAvailable: sender.available })) === 'channel_unavailable') return skipped('sender_unavailable');
     const phone = mirror.guest_phone_e164;
     if (!phone) return skipped(mirror.guest_phone_raw ? 'guest_phone_invalid' : 'no_guest_phone');
     const known = await conversationRepo.findContactByPhone(tx, tenantId, phone);
-    if (known?.opted_out) return skipped('contact_opted_out');
-    if (!known?.consent) return skipped('contact_without_consent');
+    const refusal = await sendRefusal(tx, { optedOut: known?.opted_out ?? false, consentRequired: true, consent: known?.consent ?? false });
+    if (refusal === 'recipient_opted_out') return skipped('contact_opted_out');
+    if (refusal === 'recipient_no_consent') return skipped('contact_without_consent');
     if (await messageRequestRepo.hasUnreconciledFailure(tx, tenantId, phone)) return skipped('unreconciled_failed_send');
 
     const contact = await ensureContact(tx, tenantId, { phone }, now);

@@ -6,11 +6,16 @@
 -- position. Outcomes: taken (the key's earlier use: its answer), missing (no such conversation), refused (the
 -- channel's rules), queued. Each table is written by one statement for the whole group, and conversations are
 -- locked in id order, so that groups written at once cannot deadlock on them.
+-- The send rules (send_refusal) and the customer-service window (reply_window) are decided here, under the
+-- conversation's lock; a refusal returns its reason and the facts that explain it (src/messaging/reply.ts only
+-- maps them to the error).
 -- SET plan_cache_mode = force_generic_plan: the plan is kept per connection (the pool's sessions plan every
 -- statement for its values otherwise, and planning this costs more than running it).
+-- Its result type changed (refusal, window facts): CREATE OR REPLACE cannot change it, so the old one goes first.
+DROP FUNCTION IF EXISTS conversation_replies(jsonb, text, text);
 CREATE OR REPLACE FUNCTION conversation_replies(p_replies jsonb, p_jobs_channel text, p_webhooks_channel text)
 RETURNS TABLE (ordinal integer, outcome text, stored_hash text, stored_state text, stored_status integer, stored_body jsonb,
-               channel_available boolean, contact_opted_out boolean, last_inbound timestamptz, deliveries integer)
+               refusal text, window_hours integer, last_inbound timestamptz, window_closed_at timestamptz, deliveries integer)
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
   claims reply_claim[];
@@ -32,30 +37,30 @@ BEGIN
            FROM unnest(claims) c CROSS JOIN LATERAL (SELECT * FROM idempotency_keys i WHERE i.tenant_id = (c.m).tenant_id AND i.operation = c.operation AND i.key = c.key OFFSET 0) k
            WHERE k.expires_at > (c.m).at AND (k.state = 'completed' OR k.request_hash <> c.request_hash OR k.locked_at > c.stale_before) LOOP
     decided := decided || r.n;
-    RETURN QUERY SELECT r.n, 'taken', r.request_hash, r.state, r.response_status, r.response_body, NULL::boolean, NULL::boolean, NULL::timestamptz, NULL::integer;
+    RETURN QUERY SELECT r.n, 'taken', r.request_hash, r.state, r.response_status, r.response_body, NULL::text, NULL::integer, NULL::timestamptz, NULL::timestamptz, NULL::integer;
   END LOOP;
 
   -- The channel's rules under the conversations' locks, taken in one order so that groups written at once
   -- cannot deadlock on them. The recipient's phone is the contact's, read under the lock.
-  FOR r IN SELECT c.n, ch.available, COALESCE(ct.opted_out, false) AS opted_out, cv.last_inbound_at, ct.phone_e164
+  FOR r IN SELECT c.n, send_refusal(ch.available, COALESCE(ct.opted_out, false), false, NULL) AS refusal, w.*, cv.last_inbound_at, ct.phone_e164
            FROM unnest(claims) c
            JOIN conversations cv ON cv.tenant_id = (c.m).tenant_id AND cv.id = (c.m).conversation_id AND cv.channel_id = (c.m).channel_id
            JOIN channels ch ON ch.id = cv.channel_id AND ch.tenant_id = cv.tenant_id
            LEFT JOIN contacts ct ON ct.id = cv.contact_id AND ct.tenant_id = cv.tenant_id
+           CROSS JOIN LATERAL reply_window(cv.channel_kind, cv.last_inbound_at, (c.m).at) w
            WHERE NOT (c.n = ANY (decided))
            ORDER BY cv.id, c.n
            FOR NO KEY UPDATE OF cv LOOP
     decided := decided || r.n;
-    IF NOT r.available OR r.opted_out
-       OR (claims[r.n].window_hours IS NOT NULL
-           AND (r.last_inbound_at IS NULL OR (claims[r.n].m).at - r.last_inbound_at >= make_interval(hours => claims[r.n].window_hours))) THEN
-      RETURN QUERY SELECT r.n, 'refused', NULL::text, NULL::text, NULL::integer, NULL::jsonb, r.available, r.opted_out, r.last_inbound_at, NULL::integer;
+    IF r.refusal IS NOT NULL OR NOT r.open THEN
+      RETURN QUERY SELECT r.n, 'refused', NULL::text, NULL::text, NULL::integer, NULL::jsonb, COALESCE(r.refusal, 'outside_customer_service_window'),
+                          r.hours, r.last_inbound_at, r.closed_at, NULL::integer;
     ELSE
       allowed := allowed || r.n;
       claims[r.n].m.recipient_phone := r.phone_e164;
     END IF;
   END LOOP;
-  RETURN QUERY SELECT c.n, 'missing', NULL::text, NULL::text, NULL::integer, NULL::jsonb, NULL::boolean, NULL::boolean, NULL::timestamptz, NULL::integer
+  RETURN QUERY SELECT c.n, 'missing', NULL::text, NULL::text, NULL::integer, NULL::jsonb, NULL::text, NULL::integer, NULL::timestamptz, NULL::timestamptz, NULL::integer
                FROM unnest(claims) c WHERE NOT (c.n = ANY (decided));
 
   -- The keys, written with the messages so that a concurrent request with the same key waits on them and then
@@ -78,7 +83,7 @@ BEGIN
   -- A use of the key committed while this group waited for a conversation or the key, or the key's first use
   -- in this group: its answer.
   IF cardinality(written) < cardinality(allowed) THEN
-    RETURN QUERY SELECT c.n, 'taken', k.request_hash, k.state, k.response_status, k.response_body, NULL::boolean, NULL::boolean, NULL::timestamptz, NULL::integer
+    RETURN QUERY SELECT c.n, 'taken', k.request_hash, k.state, k.response_status, k.response_body, NULL::text, NULL::integer, NULL::timestamptz, NULL::timestamptz, NULL::integer
                  FROM unnest(claims) c CROSS JOIN LATERAL (SELECT * FROM idempotency_keys i WHERE i.tenant_id = (c.m).tenant_id AND i.operation = c.operation AND i.key = c.key OFFSET 0) k
                  WHERE c.n = ANY (allowed) AND NOT (c.n = ANY (written));
   END IF;
@@ -118,7 +123,7 @@ BEGIN
 
   PERFORM pg_notify(p_jobs_channel, '');
   IF cardinality(fanned_out) > 0 THEN PERFORM pg_notify(p_webhooks_channel, ''); END IF;
-  RETURN QUERY SELECT c.n, 'queued', NULL::text, NULL::text, NULL::integer, NULL::jsonb, NULL::boolean, NULL::boolean, NULL::timestamptz,
+  RETURN QUERY SELECT c.n, 'queued', NULL::text, NULL::text, NULL::integer, NULL::jsonb, NULL::text, NULL::integer, NULL::timestamptz, NULL::timestamptz,
                       (SELECT count(*)::integer FROM unnest(fanned_out) e WHERE e = (c.m).event_id)
                FROM unnest(claims) c WHERE c.n = ANY (written);
 END

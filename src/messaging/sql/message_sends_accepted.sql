@@ -1,7 +1,7 @@
 -- Sends the provider accepted (src/messaging/pipeline.ts): for each, fenced by the send job's lease, the job
--- succeeds, the message request records the provider's id and moves from queued to sent, and that move emits
--- message.delivery.updated (its body prepared by the caller). A request that moved on already (a status
--- callback came first) records the id and emits nothing, as moveStatus would.
+-- succeeds, the message request records the provider's id and moves to sent (message_status_moves), and that move
+-- emits message.delivery.updated (its body prepared by the caller). A request that moved on already (a status
+-- callback came first) records the id and emits nothing.
 -- p_sends is a JSON array of {tenantId, requestId, providerMessageId, at, jobId, workerId, eventId, eventBody,
 -- eventReadScope, eventWriteScope}. Outcomes: sent, unchanged (recorded, no move), missing (the request is gone:
 -- nothing written), lease_lost (another worker holds the job: nothing written).
@@ -36,9 +36,9 @@ BEGIN
       CONTINUE;
     END IF;
     UPDATE message_requests SET provider_message_id = s."providerMessageId", dispatching_at = NULL, error_code = NULL, error_message = NULL,
-      status = CASE WHEN v_status = 'queued' THEN 'sent' ELSE status END, updated_at = s.at
+      status = CASE WHEN message_status_moves(v_status, 'sent') THEN 'sent' ELSE status END, updated_at = s.at
     WHERE id = s."requestId" AND tenant_id = s."tenantId";
-    IF v_status = 'queued' THEN
+    IF message_status_moves(v_status, 'sent') THEN
       deliveries := webhook_emit(s."tenantId", s."eventId", 'message.delivery.updated', s.at, s."eventBody", s."eventReadScope", s."eventWriteScope");
       wake_webhooks := wake_webhooks OR deliveries > 0;
       outcome := 'sent';
