@@ -2,7 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestApp, type TestApp } from './helpers/app.js';
 import { inbound } from './helpers/inbox.js';
-import { keyLifetime, requestHash } from '../src/http/idempotency.js';
+import { keyLifetime, requestHash } from '../src/platform/idempotency.js';
 import { OutboundQueue } from '../src/messaging/outbound.js';
 import { outboundRepo, type ReplyClaim } from '../src/messaging/outbound-repo.js';
 
@@ -23,7 +23,7 @@ function claim(tenantId: string, channelId: string, conversationId: string, key:
   const message = outbound.prepare(at, { tenantId, conversationId, channelId, channelKind: 'webchat', recipientPhone: null, text });
   return {
     message,
-    operation: 'conversations.reply',
+    operation: 'replyToConversation',
     key,
     requestHash: requestHash({ conversationId, text }),
     response: { conversationId, messageId: message.message_id },
@@ -56,7 +56,7 @@ test('one group: replies, a key used twice, an opted-out contact and a missing c
   assert.deepEqual(outcomes.map((o) => o.outcome), ['queued', 'queued', 'taken', 'taken', 'refused', 'missing']);
   const [, , replay, clash, refused] = outcomes;
   assert.ok(replay.outcome === 'taken' && clash.outcome === 'taken' && refused.outcome === 'refused');
-  assert.deepEqual(replay.stored, { request_hash: group[0].requestHash, state: 'completed', response_status: 202, response_body: group[0].response });
+  assert.deepEqual({ ...replay.stored, response_body: JSON.parse(replay.stored.response_body) }, { request_hash: group[0].requestHash, response_status: 202, response_body: group[0].response });
   assert.equal(clash.stored.request_hash, group[1].requestHash, 'the key holds the first use, not this request');
   assert.equal(refused.refusal, 'recipient_opted_out');
 

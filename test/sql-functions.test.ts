@@ -123,7 +123,7 @@ test('function files are created after the functions they call', () => {
   assert.ok(real.indexOf('webhook_emit') < real.indexOf('outbound_queue'));
 });
 
-test("a database made by the previous release (migrations 0001-0027, their functions) upgrades: files applied, foreign keys back", { timeout: 120_000 }, async () => {
+test("a database made by the previous release (migrations 0001-0027, their functions) upgrades: files applied, foreign keys back, keys renamed", { timeout: 120_000 }, async () => {
   await withDatabase(async (db) => {
     // The previous release's migrate(): its migrations in one text, and no function files.
     const previous = listMigrations().filter((m) => m.version <= 27);
@@ -138,6 +138,10 @@ test("a database made by the previous release (migrations 0001-0027, their funct
       VALUES ('cnv_a', 'ten_a', 'chn_a', 'webchat', 'ctc_a', now(), now(), now())`);
     const message = new OutboundQueue('sandbox', 5).prepare(at, { tenantId: 'ten_a', conversationId: 'cnv_a', channelId: 'chn_a', channelKind: 'webchat', recipientPhone: null, text: 'hello' });
     await db.query('SELECT * FROM outbound_queue($1::jsonb)', [JSON.stringify(message)]);
+    // Keys of the previous protocol: a completed reply's (named by the service) and an abandoned in-progress claim.
+    await exec(db, `INSERT INTO idempotency_keys (tenant_id, operation, key, request_hash, state, response_status, response_body, locked_at, created_at, expires_at)
+      VALUES ('ten_a', 'conversations.reply', 'k1', 'h1', 'completed', 202, '{"ok": true}', now(), now(), now() + interval '1 day'),
+             ('ten_a', 'conversations.start', 'k2', 'h2', 'in_progress', NULL, NULL, now(), now(), now() + interval '1 day')`);
     const [planned] = await db.query<{ config: string[] | null }>(`SELECT proconfig AS config FROM pg_proc WHERE proname = 'conversation_replies'`);
     assert.ok(planned.config?.includes('enable_seqscan=off'), 'the previous release set planner options on it');
 
@@ -156,6 +160,11 @@ test("a database made by the previous release (migrations 0001-0027, their funct
     for (const name of ['messages_conversation_id_fkey', 'message_requests_reply_id_fkey', 'message_requests_channel_id_fkey', 'webhook_events_tenant_id_fkey', 'idempotency_keys_tenant_id_fkey']) {
       assert.ok(keys.some((k) => k.name === name), `${name} is back, validated`);
     }
+    assert.deepEqual(
+      await db.query('SELECT operation, key, response_status FROM idempotency_keys ORDER BY key'),
+      [{ operation: 'replyToConversation', key: 'k1', response_status: 202 }],
+      'keys are named by operationId, and in-progress claims are gone',
+    );
     await assert.rejects(db.query(`INSERT INTO messages (id, tenant_id, conversation_id, direction, text, created_at) VALUES ('msg_x', 'ten_a', 'cnv_missing', 'outbound', 'x', now())`), /foreign key/);
   });
 });

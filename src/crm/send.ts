@@ -7,7 +7,7 @@ import type { Db, Tx } from '../db/driver.js';
 import { channelRepo } from '../channels/repo.js';
 import { conversationRepo } from '../conversations/repo.js';
 import { conflict, invalid } from '../errors.js';
-import { runIdempotent } from '../http/idempotency.js';
+import { runIdempotent, type IdempotencyKeyUse } from '../platform/idempotency.js';
 import type { OutboundQueue } from '../messaging/outbound.js';
 import { sendRefusal } from '../messaging/send-rules.js';
 import { crmRepo, type FollowUpRow } from './repo.js';
@@ -38,7 +38,7 @@ export class FollowUpSender {
   ) {}
 
   /** The public send: once per follow-up, under the caller's Idempotency-Key when given. */
-  async send(ctx: Ctx, { followUpId, ...input }: Static<typeof FollowUpParams> & Static<typeof SendBody> & { idempotencyKey?: string }) {
+  async send(ctx: Ctx, { followUpId, ...input }: Static<typeof FollowUpParams> & Static<typeof SendBody> & { idempotency?: IdempotencyKeyUse }) {
     return this.sendAs(ctx.tenantId, followUpId, input);
   }
 
@@ -46,12 +46,12 @@ export class FollowUpSender {
   async sendAs(
     tenantId: string,
     followUpId: string,
-    input: { messageText?: string; idempotencyKey?: string; requireConsent?: boolean },
+    input: { messageText?: string; idempotency?: IdempotencyKeyUse; requireConsent?: boolean },
   ): Promise<{ body: SendOutcome; replayed: boolean }> {
     const accept = (tx: Tx) => this.claimAndQueue(tx, tenantId, followUpId, input.messageText, input.requireConsent ?? false);
     let accepted: { body: SendOutcome; replayed: boolean };
-    if (input.idempotencyKey) {
-      const result = await runIdempotent(this.db, this.clock, { tenantId, operation: 'crm.follow-up.send', key: input.idempotencyKey, request: { followUpId, messageText: input.messageText ?? null } }, async (tx) => ({
+    if (input.idempotency) {
+      const result = await runIdempotent(this.db, this.clock, { tenantId, ...input.idempotency, request: { followUpId, messageText: input.messageText ?? null } }, async (tx) => ({
         status: 202,
         body: await accept(tx),
       }));

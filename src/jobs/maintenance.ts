@@ -1,6 +1,6 @@
 import type { Db } from '../db/driver.js';
 import type { Clock } from '../clock.js';
-import { purgeExpiredIdempotencyKeys } from '../http/idempotency.js';
+import { purgeExpiredIdempotencyKeys } from '../platform/idempotency.js';
 import type { EventService } from '../events/service.js';
 import type { WebhookService } from '../webhooks/service.js';
 import { jobRepo } from './job-repo.js';

@@ -11,6 +11,7 @@ import { DomainError, errorBody, invalid, type ErrorCode, type Issue } from '../
 import { principalOf } from '../http/auth.js';
 import { Strict, StringEnum } from '../http/schemas.js';
 import { executeOperation, type ExecuteServices } from '../operations/execute.js';
+import { IDEMPOTENCY_KEY_LENGTH, isIdempotencyKey } from '../platform/idempotency.js';
 import { AREAS, JsonText } from '../operations/define.js';
 import type { Services } from '../services.js';
 import { checkArguments } from './arguments.js';
@@ -49,8 +50,9 @@ function validateInput(tool: Tool, args: Record<string, unknown>): { input: Reco
     Object.assign(input, value);
   }
   const key = args.idempotencyKey;
-  if (key !== undefined && (!tool.operation.idempotency || typeof key !== 'string' || key.length < 1 || key.length > 255)) {
-    issues.push({ path: 'arguments.idempotencyKey', message: tool.operation.idempotency ? 'must be a string of 1 to 255 characters' : 'unknown property' });
+  if (key !== undefined && (!tool.operation.idempotency || !isIdempotencyKey(key))) {
+    const { minLength, maxLength } = IDEMPOTENCY_KEY_LENGTH;
+    issues.push({ path: 'arguments.idempotencyKey', message: tool.operation.idempotency ? `must be a string of ${minLength} to ${maxLength} characters` : 'unknown property' });
   }
   if (tool.operation.idempotency?.key === 'required' && key === undefined) issues.push({ path: 'arguments.idempotencyKey', message: 'is required' });
   if (issues.length > 0) throw new DomainError('M2M_INVALID_REQUEST', issues.map((issue) => `${issue.path}: ${issue.message}`).join('; '), { issues });

@@ -1,9 +1,9 @@
 import type { Queryable } from '../db/driver.js';
-import type { IdempotencyKeyRow, StoredUse } from '../http/idempotency-repo.js';
+import type { StoredUse } from '../platform/idempotency-repo.js';
 import type { PayloadOf } from '../jobs/tasks.js';
 import type { SendRefusal } from './send-rules.js';
 
-/** Every row of one outbound message: the fields of the SQL type outbound_message (migration 0021). */
+/** Every row of one outbound message: the fields of the SQL type outbound_message (migration 0021, outbound_queue). */
 export interface OutboundMessage {
   tenant_id: string;
   conversation_id: string;
@@ -28,7 +28,7 @@ export interface OutboundMessage {
   event_write_scope: string;
 }
 
-/** One reply of conversation_replies (migration 0022): its message and its Idempotency-Key's claim. */
+/** One reply of conversation_replies (src/messaging/sql/conversation_replies.sql): its message and its Idempotency-Key's use. */
 export interface ReplyClaim {
   message: OutboundMessage;
   operation: string;
@@ -37,8 +37,6 @@ export interface ReplyClaim {
   /** The 202 body stored with the key. */
   response: unknown;
   expiresAt: Date;
-  /** An in-progress claim of an earlier version locked before this belongs to a crashed request. */
-  staleBefore: Date;
 }
 
 /** pg_notify channel names that wake the send workers and the webhook dispatchers. */
@@ -60,9 +58,9 @@ interface ReplyRow {
   ordinal: number;
   outcome: ReplyOutcome['outcome'];
   stored_hash: string | null;
-  stored_state: IdempotencyKeyRow['state'] | null;
   stored_status: number | null;
-  stored_body: unknown;
+  /** JSON text. */
+  stored_body: string | null;
   refusal: ReplyRefusal | null;
   window_hours: number | null;
   last_inbound: Date | null;
@@ -79,7 +77,8 @@ export const outboundRepo = {
 
   /** Replies in one statement committed on its own (conversation_replies): one outcome per claim, in their order. */
   async replies(db: Queryable, claims: readonly ReplyClaim[], wake: WakeChannels): Promise<ReplyOutcome[]> {
-    const rows = await db.query<ReplyRow>('SELECT * FROM conversation_replies($1::jsonb, $2, $3)', [JSON.stringify(claims), wake.jobs, wake.webhooks]);
+    const rows = await db.query<ReplyRow>(`SELECT ordinal, outcome, stored_hash, stored_status, stored_body::text AS stored_body, refusal, window_hours, last_inbound, window_closed_at, deliveries
+       FROM conversation_replies($1::jsonb, $2, $3)`, [JSON.stringify(claims), wake.jobs, wake.webhooks]);
     return rows.sort((a, b) => a.ordinal - b.ordinal).map(toOutcome);
   },
 };
@@ -89,10 +88,7 @@ function toOutcome(row: ReplyRow): ReplyOutcome {
     case 'queued':
       return { outcome: 'queued', deliveries: row.deliveries ?? 0 };
     case 'taken':
-      return {
-        outcome: 'taken',
-        stored: { request_hash: row.stored_hash ?? '', state: row.stored_state ?? 'completed', response_status: row.stored_status, response_body: row.stored_body },
-      };
+      return { outcome: 'taken', stored: { request_hash: row.stored_hash ?? '', response_status: row.stored_status ?? 202, response_body: row.stored_body ?? 'null' } };
     case 'missing':
       return { outcome: 'missing' };
     case 'refused':

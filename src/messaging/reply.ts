@@ -7,7 +7,7 @@ import type { ConversationParams } from '../conversations/schema.js';
 import type { ReplyAccepted, ReplyBody } from '../conversations/message-schema.js';
 import { isDatabaseUnavailable } from '../db/unavailable.js';
 import { DomainError, conflict, invalid, notFound } from '../errors.js';
-import { answerTaken, keyLifetime, requestHash, type StoredResponse } from '../http/idempotency.js';
+import { answerTaken, keyLifetime, requestHash, type IdempotencyKeyUse, type StoredResponse } from '../platform/idempotency.js';
 import { JOBS_CHANNEL } from '../jobs/queue.js';
 import { GroupCommit } from '../util/group-commit.js';
 import { WEBHOOKS_CHANNEL } from '../webhooks/events.js';
@@ -15,10 +15,9 @@ import { ConversationChannels } from './conversation-channels.js';
 import type { OutboundQueue } from './outbound.js';
 import { outboundRepo, type ReplyClaim, type ReplyOutcome } from './outbound-repo.js';
 
-type ReplyInput = Static<typeof ConversationParams> & Static<typeof ReplyBody> & { idempotencyKey: string };
+type ReplyInput = Static<typeof ConversationParams> & Static<typeof ReplyBody> & { idempotency: IdempotencyKeyUse };
 type Accepted = Static<typeof ReplyAccepted>;
 
-const OPERATION = 'conversations.reply';
 /** Conversations whose channel a node remembers (docs/decisions.md, "Replies in one statement"). */
 const REMEMBERED_CONVERSATIONS = 10_000;
 /** Replies written together at most, and groups written at once (docs/decisions.md, "Replies and sends in groups"). */
@@ -47,7 +46,7 @@ export class ReplyService {
    * conversation's lock, then the message, its request, the send job, message.created and the stored response.
    * A refusal writes nothing and leaves the key free.
    */
-  async reply(ctx: Ctx, { idempotencyKey, conversationId, text }: ReplyInput): Promise<StoredResponse<Accepted>> {
+  async reply(ctx: Ctx, { idempotency, conversationId, text }: ReplyInput): Promise<StoredResponse<Accepted>> {
     if (!text.trim()) throw invalid('body.text', 'must contain a non-space character');
     const { tenantId } = ctx;
     const channel = await this.channels.of(tenantId, conversationId);
@@ -57,8 +56,8 @@ export class ReplyService {
     const hash = requestHash({ conversationId, text });
     const result = await this.writes.submit({
       message,
-      operation: OPERATION,
-      key: idempotencyKey,
+      operation: idempotency.operation,
+      key: idempotency.key,
       requestHash: hash,
       response: accepted,
       ...keyLifetime(now),
@@ -69,7 +68,7 @@ export class ReplyService {
         if (result.deliveries > 0) this.db.wake(WEBHOOKS_CHANNEL);
         return { status: 202, body: accepted, replayed: false };
       case 'taken':
-        return answerTaken<Accepted>(idempotencyKey, hash, result.stored);
+        return answerTaken<Accepted>(idempotency.key, hash, result.stored);
       case 'missing':
         this.channels.forget(tenantId, conversationId);
         throw notFound('conversation');

@@ -8,7 +8,7 @@ import { ensureContact, ensureConversation } from '../conversations/inbox.js';
 import { normalizePhone } from '../conversations/phone.js';
 import { conversationRepo } from '../conversations/repo.js';
 import { DomainError, conflict, invalid, notFound } from '../errors.js';
-import { runIdempotent } from '../http/idempotency.js';
+import { runIdempotent, type IdempotencyKeyUse } from '../platform/idempotency.js';
 import { messageRequestRepo, type RequestStatus } from './repo.js';
 import { sendRefusal } from './send-rules.js';
 import { moveStatus, requestStatusView } from './status.js';
@@ -46,10 +46,10 @@ export class MessagingService {
    * Checks every precondition, then writes contact, conversation, outbound message, message request,
    * send job and events in one transaction. Replays the stored 202 for a repeated Idempotency-Key.
    */
-  async start(ctx: Ctx, { idempotencyKey, ...input }: StartInput & { idempotencyKey: string }) {
+  async start(ctx: Ctx, { idempotency, ...input }: StartInput & { idempotency: IdempotencyKeyUse }) {
     // The schema checks the E.164 shape; this checks that the number exists (and names the right field).
     if (!normalizePhone(input.recipientPhone)) throw invalid('body.recipientPhone', 'must be a valid phone number in E.164 form, such as +525512345678');
-    return runIdempotent<StartResult>(this.db, this.clock, { tenantId: ctx.tenantId, operation: 'conversations.start', key: idempotencyKey, request: input }, async (tx) => {
+    return runIdempotent<StartResult>(this.db, this.clock, { tenantId: ctx.tenantId, ...idempotency, request: input }, async (tx) => {
       const tenantId = ctx.tenantId;
       const channel = await this.whatsappChannel(tx, tenantId, input.channelId, 'body.channelId');
       if ((await sendRefusal(tx, { channelAvailable: channel.available })) === 'channel_unavailable') throw new DomainError('M2M_INVALID_REQUEST', 'the WhatsApp channel is not available for sending', { reason: 'channel_unavailable', issues: [{ path: 'body.channelId', message: 'is not available' }] });

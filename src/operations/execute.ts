@@ -1,5 +1,5 @@
 import type { Ctx } from '../context.js';
-import { runIdempotent } from '../http/idempotency.js';
+import { runIdempotent } from '../platform/idempotency.js';
 import { decryptSecret, encryptSecret } from '../secrets.js';
 import type { Services } from '../services.js';
 import { Replayable, type Operation, type OperationServices } from './define.js';
@@ -26,7 +26,8 @@ export async function executeOperation(services: ExecuteServices, operation: Ope
     }));
     return { body: JSON.parse(decryptSecret(key, stored.body.sealed)), replayed: stored.replayed };
   }
-  const serviceInput = operation.idempotency?.by === 'service' && idempotencyKey !== undefined ? { ...input, idempotencyKey } : input;
+  // A service that runs the key itself gets it with the operation it is used on: keys are named by operationId.
+  const serviceInput = operation.idempotency?.by === 'service' && idempotencyKey !== undefined ? { ...input, idempotency: { operation: operation.operationId, key: idempotencyKey } } : input;
   const result = await operation.run(services, ctx, serviceInput);
   return result instanceof Replayable ? { body: result.body, replayed: result.replayed } : { body: result, replayed: false };
 }

@@ -3,10 +3,11 @@ import { Type, type TObject, type TSchema } from 'typebox';
 import { keyCtx } from '../context.js';
 import { principalOf } from '../http/auth.js';
 import { errorResponses } from '../http/schemas.js';
+import { IDEMPOTENCY_KEY_LENGTH } from '../platform/idempotency.js';
 import { JsonText, type Operation } from './define.js';
 import { executeOperation, type ExecuteServices } from './execute.js';
 
-const IdempotencyKeyValue = Type.String({ minLength: 1, maxLength: 255, description: 'Stable per logical request; a retry with the same key and body replays the first answer' });
+const IdempotencyKeyValue = Type.String({ ...IDEMPOTENCY_KEY_LENGTH, description: 'Stable per logical request; a retry with the same key and body replays the first answer' });
 
 /** `/webhooks/{subscriptionId}` → `/webhooks/:subscriptionId` */
 export function fastifyPath(path: string): string {
