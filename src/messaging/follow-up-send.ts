@@ -1,6 +1,6 @@
 import type { Static } from 'typebox';
 import type { Ctx } from '../context.js';
-import type { FollowUpParams, SendBody } from './schema.js';
+import type { FollowUpParams, SendBody } from '../crm/schema.js';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { Db, Tx } from '../db/driver.js';
@@ -8,11 +8,11 @@ import { channelRepo } from '../channels/repo.js';
 import { conversationRepo } from '../conversations/repo.js';
 import { conflict, invalid } from '../errors.js';
 import { runIdempotent, type IdempotencyKeyUse } from '../platform/idempotency.js';
-import type { OutboundQueue } from '../messaging/outbound.js';
-import { sendRefusal } from '../messaging/send-rules.js';
-import { crmRepo, type FollowUpRow } from './repo.js';
-import { emitOpportunityUpdated, requireFollowUp } from './service.js';
-import { followUpView, generatedDraft } from './views.js';
+import type { OutboundQueue } from './outbound.js';
+import { sendRefusal } from './send-rules.js';
+import { crmRepo, type FollowUpRow } from '../crm/repo.js';
+import { emitOpportunityUpdated, requireFollowUp } from '../crm/service.js';
+import { followUpView, generatedDraft } from '../crm/views.js';
 
 export interface SendOutcome {
   followUp: ReturnType<typeof followUpView>;
