@@ -6,7 +6,7 @@ import { keyLifetime, requestHash } from '../src/platform/idempotency.js';
 import { OutboundQueue } from '../src/messaging/outbound.js';
 import { outboundRepo, type ReplyClaim } from '../src/messaging/outbound-repo.js';
 
-// conversation_replies (migration 0024) called directly with one group, no workers running: replies written set
+// conversation_replies (src/messaging/sql/conversation_replies.sql) called directly with one group, no workers running: replies written set
 // by set keep the outcomes of one reply at a time, whatever the group holds.
 
 let app: TestApp;

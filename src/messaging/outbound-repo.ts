@@ -3,7 +3,7 @@ import type { StoredUse } from '../platform/idempotency-repo.js';
 import type { PayloadOf } from '../jobs/tasks.js';
 import type { SendRefusal } from './send-rules.js';
 
-/** Every row of one outbound message: the fields of the SQL type outbound_message (migration 0021, outbound_queue). */
+/** Every row of one outbound message: the fields of the SQL type outbound_message (migration 0021; src/messaging/sql/outbound_queue.sql). */
 export interface OutboundMessage {
   tenant_id: string;
   conversation_id: string;

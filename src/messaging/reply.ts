@@ -41,7 +41,7 @@ export class ReplyService {
   }
 
   /**
-   * Written by conversation_replies (migrations 0022, 0024), together with the replies that arrive meanwhile, in one
+   * Written by conversation_replies (src/messaging/sql/conversation_replies.sql), together with the replies that arrive meanwhile, in one
    * statement committed on its own: the Idempotency-Key's earlier use, the channel's rules under the
    * conversation's lock, then the message, its request, the send job, message.created and the stored response.
    * A refusal writes nothing and leaves the key free.
