@@ -7,7 +7,7 @@ import { openDatabase, type OpenedDatabase } from './db/open.js';
 import { buildApp, type App } from './app.js';
 import { JobRunner } from './jobs/runner.js';
 import { registerMaintenance } from './jobs/maintenance.js';
-import { purgeExpiredIdempotencyKeys } from './http/idempotency.js';
+import { purgeExpiredIdempotencyKeys } from './platform/idempotency.js';
 import type { JobWorker } from './jobs/worker.js';
 import { loadKeyring } from './secrets.js';
 import { createServices, type Services } from './services.js';

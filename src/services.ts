@@ -13,7 +13,7 @@ import { Cursors } from './platform/cursor.js';
 import { MessagingService } from './messaging/service.js';
 import { OutboundQueue } from './messaging/outbound.js';
 import { CrmService } from './crm/service.js';
-import { FollowUpSender } from './crm/send.js';
+import { FollowUpSender } from './messaging/follow-up-send.js';
 import { ReservationService } from './reservations/service.js';
 import { TenantService } from './tenants/service.js';
 import { KnowledgeService } from './knowledge/service.js';

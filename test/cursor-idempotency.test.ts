@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { ManualClock } from '../src/clock.js';
 import { DomainError } from '../src/errors.js';
 import { Cursors } from '../src/platform/cursor.js';
-import { runIdempotent, purgeExpiredIdempotencyKeys } from '../src/http/idempotency.js';
+import { runIdempotent, purgeExpiredIdempotencyKeys } from '../src/platform/idempotency.js';
 import { startTestApp, type TestApp } from './helpers/app.js';
 
 describe('cursors', () => {
@@ -74,22 +74,7 @@ describe('idempotency', () => {
     await assert.rejects(run('key-2', { a: 2 }), (e: unknown) => e instanceof DomainError && e.code === 'M2M_IDEMPOTENCY_CONFLICT');
   });
 
-  test('a retry while the first request is still running is M2M_IDEMPOTENCY_CONFLICT; a crashed claim is taken over', async () => {
-    // The first request holds the key (as one still running on another node would).
-    const first = await run('key-3', { a: 1 });
-    await app.runtime.services.db.query(
-      `UPDATE idempotency_keys SET state = 'in_progress', response_status = NULL, response_body = NULL, locked_at = $2 WHERE key = $1`,
-      ['key-3', clock.now()],
-    );
-    await assert.rejects(run('key-3', { a: 1 }), (e: unknown) => e instanceof DomainError && e.code === 'M2M_IDEMPOTENCY_CONFLICT' && /still being processed/.test(e.message));
-    // Sixty seconds later the claim is considered abandoned (its request crashed) and the retry runs.
-    clock.advance(61_000);
-    const retried = await run('key-3', { a: 1 });
-    assert.equal(retried.replayed, false);
-    assert.notDeepEqual(retried.body, first.body);
-  });
-
-  test('the key is held by the running request itself: a concurrent retry never runs the work twice, and nothing is stored before the answer', async () => {
+  test('a retry while the first request is still running is M2M_IDEMPOTENCY_CONFLICT: the key is held by the running request itself, the work never runs twice, and nothing is stored before the answer', async () => {
     const keys = async () => (await app.runtime.services.db.query<{ count: number }>(`SELECT count(*)::int AS count FROM idempotency_keys WHERE key = 'key-6'`))[0].count;
     const before = await counter();
     let release!: () => void;

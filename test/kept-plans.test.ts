@@ -1,7 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Db } from '../src/db/driver.js';
-import { keyLifetime } from '../src/http/idempotency.js';
+import { keyLifetime } from '../src/platform/idempotency.js';
 import { OutboundQueue } from '../src/messaging/outbound.js';
 import { outboundRepo, type ReplyClaim } from '../src/messaging/outbound-repo.js';
 import { sharedDatabase } from './helpers/shared-db.js';
@@ -27,8 +27,7 @@ test('the reply statement looks each Idempotency-Key up by key, even when planne
   const at = new Date();
   const claim = (key: string): ReplyClaim => ({
     message: outbound.prepare(at, { tenantId: 'ten_plans', conversationId: 'conv_missing', channelId: 'chn_x', channelKind: 'webchat', recipientPhone: null, text: 'Hi' }),
-    windowHours: null,
-    operation: 'conversations.reply',
+    operation: 'replyToConversation',
     key,
     requestHash: 'hash',
     response: {},
@@ -37,11 +36,12 @@ test('the reply statement looks each Idempotency-Key up by key, even when planne
   const wake = { jobs: 'test_jobs', webhooks: 'test_webhooks' };
   // One transaction holds one connection, so the second call runs the plans the first made.
   const keysRead = await db.transaction(async (tx) => {
+    await tx.query(`INSERT INTO tenants (id, name, created_at, updated_at) VALUES ('ten_plans', 'Plans', now(), now())`);
     await tx.query('ANALYZE idempotency_keys');
     assert.deepEqual((await outboundRepo.replies(tx, [claim('k0')], wake)).map((o) => o.outcome), ['missing']);
     await tx.query(
-      `INSERT INTO idempotency_keys (tenant_id, operation, key, request_hash, state, response_status, response_body, locked_at, created_at, expires_at)
-       SELECT 'ten_plans', 'conversations.reply', 'key-' || i, 'hash', 'completed', 202, '{}', now(), now(), now() + interval '1 day'
+      `INSERT INTO idempotency_keys (tenant_id, operation, key, request_hash, response_status, response_body, created_at, expires_at)
+       SELECT 'ten_plans', 'replyToConversation', 'key-' || i, 'hash', 202, '{}', now(), now() + interval '1 day'
        FROM generate_series(1, 2000) AS i`,
     );
     const before = await tx.query<{ n: number }>("SELECT pg_stat_get_xact_tuples_returned('idempotency_keys_pkey'::regclass)::int AS n");

@@ -2,11 +2,11 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestApp, type TestApp } from './helpers/app.js';
 import { inbound } from './helpers/inbox.js';
-import { keyLifetime, requestHash } from '../src/http/idempotency.js';
+import { keyLifetime, requestHash } from '../src/platform/idempotency.js';
 import { OutboundQueue } from '../src/messaging/outbound.js';
 import { outboundRepo, type ReplyClaim } from '../src/messaging/outbound-repo.js';
 
-// conversation_replies (migration 0024) called directly with one group, no workers running: replies written set
+// conversation_replies (src/messaging/sql/conversation_replies.sql) called directly with one group, no workers running: replies written set
 // by set keep the outcomes of one reply at a time, whatever the group holds.
 
 let app: TestApp;
@@ -23,8 +23,7 @@ function claim(tenantId: string, channelId: string, conversationId: string, key:
   const message = outbound.prepare(at, { tenantId, conversationId, channelId, channelKind: 'webchat', recipientPhone: null, text });
   return {
     message,
-    windowHours: null,
-    operation: 'conversations.reply',
+    operation: 'replyToConversation',
     key,
     requestHash: requestHash({ conversationId, text }),
     response: { conversationId, messageId: message.message_id },
@@ -57,10 +56,9 @@ test('one group: replies, a key used twice, an opted-out contact and a missing c
   assert.deepEqual(outcomes.map((o) => o.outcome), ['queued', 'queued', 'taken', 'taken', 'refused', 'missing']);
   const [, , replay, clash, refused] = outcomes;
   assert.ok(replay.outcome === 'taken' && clash.outcome === 'taken' && refused.outcome === 'refused');
-  assert.deepEqual(replay.stored, { request_hash: group[0].requestHash, state: 'completed', response_status: 202, response_body: group[0].response });
+  assert.deepEqual({ ...replay.stored, response_body: JSON.parse(replay.stored.response_body) }, { request_hash: group[0].requestHash, response_status: 202, response_body: group[0].response });
   assert.equal(clash.stored.request_hash, group[1].requestHash, 'the key holds the first use, not this request');
-  assert.equal(refused.contact_opted_out, true);
-  assert.equal(refused.channel_available, true);
+  assert.equal(refused.refusal, 'recipient_opted_out');
 
   const written = (sql: string) => db().query<{ id: string }>(sql, [tenantId]);
   const sent = [group[0].message, group[1].message];
@@ -108,46 +106,4 @@ test('a refused reply stays refused when an earlier reply of its group takes the
   assert.deepEqual(outcomes.map((o) => o.outcome), ['queued', 'refused']);
   const keys = await db().query<{ request_hash: string }>('SELECT request_hash FROM idempotency_keys WHERE tenant_id = $1', [tenantId]);
   assert.deepEqual(keys.map((k) => k.request_hash), [group[0].requestHash]);
-});
-
-test('a group finds the rows it checks by index, whatever the tables\' statistics (migration 0025)', async () => {
-  const { tenantId } = await app.tenantWithKey(['conversations:write']);
-  const { channelId } = await app.admin<{ channelId: string }>('POST', `/tenants/${tenantId}/channels`, { kind: 'webchat', name: 'Web' });
-  const a = await inbound(app, tenantId, channelId, { handle: 'guest-indexed-a' });
-  const b = await inbound(app, tenantId, channelId, { handle: 'guest-indexed-b' });
-  const checked = ['channels', 'contacts', 'conversations', 'idempotency_keys'];
-
-  const t0 = Date.now();
-  const { control, group } = await db().transaction(async (tx) => {
-    // The connection's counts not yet reported are in the view too: what a statement did is the difference.
-    const seqScans = async () =>
-      Object.fromEntries(
-        (
-          await tx.query<{ relname: string; seq_scan: number }>(
-            'SELECT relname, seq_scan::int AS seq_scan FROM pg_stat_xact_user_tables WHERE schemaname = current_schema() AND relname = ANY ($1)',
-            [checked],
-          )
-        ).map((r) => [r.relname, r.seq_scan]),
-      );
-    const scansBy = async (work: () => Promise<unknown>) => {
-      const before = await seqScans();
-      await work();
-      const after = await seqScans();
-      return Object.fromEntries(checked.map((name) => [name, (after[name] ?? 0) - (before[name] ?? 0)]));
-    };
-    return {
-      // The counters count on this database: a scan of idempotency_keys is seen.
-      control: await scansBy(() => tx.query('SELECT count(*) FROM idempotency_keys')),
-      group: await scansBy(async () => {
-        const outcomes = await outboundRepo.replies(
-          tx,
-          [claim(tenantId, channelId, a.conversationId, 'indexed-1', 'to a', new Date(t0 + 1)), claim(tenantId, channelId, b.conversationId, 'indexed-2', 'to b', new Date(t0 + 2))],
-          wake,
-        );
-        assert.deepEqual(outcomes.map((o) => o.outcome), ['queued', 'queued']);
-      }),
-    };
-  });
-  assert.equal(control.idempotency_keys, 1);
-  assert.deepEqual(group, { channels: 0, contacts: 0, conversations: 0, idempotency_keys: 0 });
 });

@@ -5,7 +5,7 @@ import { inbound } from './helpers/inbox.js';
 import { jobRepo } from '../src/jobs/job-repo.js';
 import { messageRequestRepo, type AcceptedSend } from '../src/messaging/repo.js';
 
-// The send job's grouped writes (migration 0022), called directly with no workers running: the dispatch start
+// The send job's grouped writes (message_sends_accepted), called directly with no workers running: the dispatch start
 // and the accepted sends keep the rules of the statements they replaced (fenced by the job's lease, status only
 // forward, nothing written for a request that is gone).
 

@@ -1,11 +1,21 @@
-// Copies what the compiled server reads at run time besides JavaScript (the SQL migrations) next to it in dist/.
-import { cpSync, readdirSync, rmSync } from 'node:fs';
+// Copies what the compiled server reads at run time besides JavaScript next to it in dist/: the SQL migrations and
+// every domain's function files (src/<domain>/sql/*.sql), which src/db/migrate.ts finds beside its own module.
+import { cpSync, existsSync, readdirSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const from = `${root}src/db/migrations`;
-const to = `${root}dist/src/db/migrations`;
-// Replaced, not merged: a migration renamed or removed since the last build must not stay behind.
-rmSync(to, { recursive: true, force: true });
-cpSync(from, to, { recursive: true, filter: (source) => !source.endsWith('.ts') });
-console.log(`copied ${readdirSync(to).length} migrations to dist/src/db/migrations`);
+const copyDir = (relative) => {
+  const from = `${root}src/${relative}`;
+  const to = `${root}dist/src/${relative}`;
+  // Replaced, not merged: a file renamed or removed since the last build must not stay behind.
+  rmSync(to, { recursive: true, force: true });
+  cpSync(from, to, { recursive: true, filter: (source) => !source.endsWith('.ts') });
+  return readdirSync(to).length;
+};
+
+const migrations = copyDir('db/migrations');
+let functions = 0;
+for (const domain of readdirSync(`${root}src`, { withFileTypes: true })) {
+  if (domain.isDirectory() && existsSync(`${root}src/${domain.name}/sql`)) functions += copyDir(`${domain.name}/sql`);
+}
+console.log(`copied ${migrations} migrations and ${functions} function files to dist/src`);

@@ -32,7 +32,7 @@ function impliedBy(required: string): string | undefined {
 
 /**
  * The scopes any one of which grants `required`: itself and, for a `:read` scope, the matching `:write` scope
- * (a write scope implies its read scope). SQL receives them as parameters (webhook_emit's fan-out, `api_key_grants` in migration 0017).
+ * (a write scope implies its read scope). SQL receives them as parameters (webhook_emit's fan-out, `api_key_grants`: src/auth/sql/api_key_grants.sql).
  */
 export function grantingScopes(required: string): [string] | [string, string] {
   const write = impliedBy(required);

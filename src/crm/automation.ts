@@ -7,7 +7,7 @@ import type { JobContext, JobRunner } from '../jobs/runner.js';
 import { tenantRepo } from '../tenants/repo.js';
 import { inQuietHours } from './quiet-hours.js';
 import { crmRepo, type FollowUpRow } from './repo.js';
-import type { FollowUpSender } from './send.js';
+import type { FollowUpSender } from '../messaging/follow-up-send.js';
 import { generatedDraft } from './views.js';
 import type { TaskName } from '../jobs/tasks.js';
 import type { JobWorker } from '../jobs/worker.js';

@@ -12,7 +12,7 @@ import {
   SendBody,
   Settings,
 } from './schema.js';
-import type { FollowUpSender } from './send.js';
+import type { FollowUpSender } from '../messaging/follow-up-send.js';
 import type { CrmService } from './service.js';
 
 /** What the CRM operations call. */

@@ -8,7 +8,7 @@ import path from 'node:path';
  * A fresh embedded database spends seconds in PGlite's initdb (and the memory it leaves behind stays in the
  * process). `npm run build` therefore makes one migrated, empty database (no tenant, no secret: only the
  * schema) and ships it in dist/; a server whose data directory is empty starts from a copy of it, then applies
- * any migration newer than the copy as usual. A copy made by another PGlite version is never used.
+ * any migration newer than the copy, and any function file changed since, as usual (src/db/migrate.ts). A copy made by another PGlite version is never used.
  */
 export const BUILT_TEMPLATE_DIR = fileURLToPath(new URL('../../pglite-template', import.meta.url));
 

@@ -40,7 +40,7 @@ export const jobRepo = {
   /**
    * Leases up to `limit` jobs of these tasks, never one of `running` (this worker's own): expired leases first,
    * then due jobs oldest first. Each side is an ordered index scan that stops at `limit`, so a claim costs
-   * the same with a backlog of ten jobs or of a million (jobs_claim, migration 0022, makes sure of the plan).
+   * the same with a backlog of ten jobs or of a million (jobs_claim: src/jobs/sql/jobs_claim.sql).
    */
   claim(db: Queryable, claim: { workerId: string; leaseUntil: Date; now: Date; tasks: string[]; limit: number; running: number[] }): Promise<JobRow[]> {
     return db.query<JobRow>('SELECT * FROM jobs_claim($1, $2, $3, $4::text[], $5, $6::bigint[])', [

@@ -14,6 +14,7 @@ import { Strict, StringEnum } from '../http/schemas.js';
 import { executeOperation, type ExecuteServices } from '../operations/execute.js';
 import type { CatalogueServices } from '../operations/catalogue.js';
 import { AREAS } from '../operations/define.js';
+import { IDEMPOTENCY_KEY_LENGTH, isIdempotencyKey } from '../platform/idempotency.js';
 import { JsonText } from '../platform/json-text.js';
 import { checkArguments } from './arguments.js';
 import { buildTools, parseToolFilter, toolVisible, type Tool, type ToolFilter } from './tools.js';
@@ -51,8 +52,9 @@ function validateInput(tool: Tool, args: Record<string, unknown>): { input: Reco
     Object.assign(input, value);
   }
   const key = args.idempotencyKey;
-  if (key !== undefined && (!tool.operation.idempotency || typeof key !== 'string' || key.length < 1 || key.length > 255)) {
-    issues.push({ path: 'arguments.idempotencyKey', message: tool.operation.idempotency ? 'must be a string of 1 to 255 characters' : 'unknown property' });
+  if (key !== undefined && (!tool.operation.idempotency || !isIdempotencyKey(key))) {
+    const { minLength, maxLength } = IDEMPOTENCY_KEY_LENGTH;
+    issues.push({ path: 'arguments.idempotencyKey', message: tool.operation.idempotency ? `must be a string of ${minLength} to ${maxLength} characters` : 'unknown property' });
   }
   if (tool.operation.idempotency?.key === 'required' && key === undefined) issues.push({ path: 'arguments.idempotencyKey', message: 'is required' });
   if (issues.length > 0) throw new DomainError('M2M_INVALID_REQUEST', issues.map((issue) => `${issue.path}: ${issue.message}`).join('; '), { issues });

@@ -5,8 +5,9 @@ import { buildAjv } from '../http/validation.js';
 import { OPERATIONS, toolName, type CatalogueServices } from '../operations/catalogue.js';
 import { AREAS, type Area, type Operation } from '../operations/define.js';
 import { dereference } from '../operations/shared-schemas.js';
+import { IDEMPOTENCY_KEY_LENGTH } from '../platform/idempotency.js';
 
-const IDEMPOTENCY_KEY = { type: 'string', minLength: 1, maxLength: 255, description: 'Idempotency-Key: reuse the same value when retrying this call; a different input under the same key is refused' };
+const IDEMPOTENCY_KEY = { type: 'string', ...IDEMPOTENCY_KEY_LENGTH, description: 'Idempotency-Key: reuse the same value when retrying this call; a different input under the same key is refused' };
 
 /** One MCP tool per public operation: the same schemas, scopes and service call as its REST route. */
 export interface Tool {

@@ -1,8 +1,9 @@
 import type { Queryable } from '../db/driver.js';
-import type { IdempotencyKeyRow, StoredUse } from '../http/idempotency-repo.js';
+import type { StoredUse } from '../platform/idempotency-repo.js';
 import type { PayloadOf } from '../jobs/tasks.js';
+import type { SendRefusal } from './send-rules.js';
 
-/** Every row of one outbound message: the fields of the SQL type outbound_message (migration 0021). */
+/** Every row of one outbound message: the fields of the SQL type outbound_message (migration 0021; src/messaging/sql/outbound_queue.sql). */
 export interface OutboundMessage {
   tenant_id: string;
   conversation_id: string;
@@ -27,19 +28,15 @@ export interface OutboundMessage {
   event_write_scope: string;
 }
 
-/** One reply of conversation_replies (migration 0022): its message and its Idempotency-Key's claim. */
+/** One reply of conversation_replies (src/messaging/sql/conversation_replies.sql): its message and its Idempotency-Key's use. */
 export interface ReplyClaim {
   message: OutboundMessage;
-  /** The channel's free-form window in hours; null when it has none. */
-  windowHours: number | null;
   operation: string;
   key: string;
   requestHash: string;
   /** The 202 body stored with the key. */
   response: unknown;
   expiresAt: Date;
-  /** An in-progress claim of an earlier version locked before this belongs to a crashed request. */
-  staleBefore: Date;
 }
 
 /** pg_notify channel names that wake the send workers and the webhook dispatchers. */
@@ -52,18 +49,22 @@ export type ReplyOutcome =
   | { outcome: 'queued'; deliveries: number }
   | { outcome: 'taken'; stored: StoredUse }
   | { outcome: 'missing' }
-  | { outcome: 'refused'; channel_available: boolean; contact_opted_out: boolean; last_inbound: Date | null };
+  | { outcome: 'refused'; refusal: ReplyRefusal; windowHours: number | null; lastInboundAt: Date | null; windowClosedAt: Date | null };
+
+/** Why conversation_replies refused a reply: a send rule (send_refusal) or the customer-service window (reply_window). */
+export type ReplyRefusal = SendRefusal | 'outside_customer_service_window';
 
 interface ReplyRow {
   ordinal: number;
   outcome: ReplyOutcome['outcome'];
   stored_hash: string | null;
-  stored_state: IdempotencyKeyRow['state'] | null;
   stored_status: number | null;
-  stored_body: unknown;
-  channel_available: boolean | null;
-  contact_opted_out: boolean | null;
+  /** JSON text. */
+  stored_body: string | null;
+  refusal: ReplyRefusal | null;
+  window_hours: number | null;
   last_inbound: Date | null;
+  window_closed_at: Date | null;
   deliveries: number | null;
 }
 
@@ -76,7 +77,8 @@ export const outboundRepo = {
 
   /** Replies in one statement committed on its own (conversation_replies): one outcome per claim, in their order. */
   async replies(db: Queryable, claims: readonly ReplyClaim[], wake: WakeChannels): Promise<ReplyOutcome[]> {
-    const rows = await db.query<ReplyRow>('SELECT * FROM conversation_replies($1::jsonb, $2, $3)', [JSON.stringify(claims), wake.jobs, wake.webhooks]);
+    const rows = await db.query<ReplyRow>(`SELECT ordinal, outcome, stored_hash, stored_status, stored_body::text AS stored_body, refusal, window_hours, last_inbound, window_closed_at, deliveries
+       FROM conversation_replies($1::jsonb, $2, $3)`, [JSON.stringify(claims), wake.jobs, wake.webhooks]);
     return rows.sort((a, b) => a.ordinal - b.ordinal).map(toOutcome);
   },
 };
@@ -86,13 +88,16 @@ function toOutcome(row: ReplyRow): ReplyOutcome {
     case 'queued':
       return { outcome: 'queued', deliveries: row.deliveries ?? 0 };
     case 'taken':
-      return {
-        outcome: 'taken',
-        stored: { request_hash: row.stored_hash ?? '', state: row.stored_state ?? 'completed', response_status: row.stored_status, response_body: row.stored_body },
-      };
+      return { outcome: 'taken', stored: { request_hash: row.stored_hash ?? '', response_status: row.stored_status ?? 202, response_body: row.stored_body ?? 'null' } };
     case 'missing':
       return { outcome: 'missing' };
     case 'refused':
-      return { outcome: 'refused', channel_available: row.channel_available ?? false, contact_opted_out: row.contact_opted_out ?? false, last_inbound: row.last_inbound };
+      return {
+        outcome: 'refused',
+        refusal: row.refusal ?? 'channel_unavailable',
+        windowHours: row.window_hours,
+        lastInboundAt: row.last_inbound,
+        windowClosedAt: row.window_closed_at,
+      };
   }
 }

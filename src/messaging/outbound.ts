@@ -28,7 +28,7 @@ export interface QueuedSend {
 /**
  * The one way every domain sends a message: inside the caller's transaction it writes the outbound
  * message, its message request (status queued) and the send job, and emits message.created, in one statement
- * (outbound_queue, migration 0021). The send itself happens later in the pipeline; accepted does not mean
+ * (src/messaging/sql/outbound_queue.sql). The send itself happens later in the pipeline; accepted does not mean
  * delivered.
  */
 export class OutboundQueue {

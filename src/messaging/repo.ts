@@ -35,7 +35,7 @@ export interface DispatchStart {
 
 export type DispatchRow = MessageRequestRow & { sender_ref: string | null };
 
-/** A send the provider accepted, as message_sends_accepted (migration 0022) records it. */
+/** A send the provider accepted, as message_sends_accepted (src/messaging/sql/message_sends_accepted.sql) records it. */
 export interface AcceptedSend {
   tenantId: string;
   requestId: string;
@@ -84,8 +84,8 @@ export const messageRequestRepo = {
    * started, in one statement committed before the calls (so that a crash leaves evidence), and returns them with
    * their channel's sender id: one row per request, in their order, undefined for one not in that state (or named
    * twice: its second time). Arrays, not a JSON document: the planner sizes unnest() by its arrays and so looks
-   * each request up by its key (a JSON document is planned as 100 rows and hash-joined with the whole table: 5 ms
-   * a call at 9,000 requests).
+   * each request up by its key (a JSON document is planned as a guessed number of rows, and may be hash-joined
+   * with the whole table).
    */
   async startDispatches(db: Queryable, requests: readonly DispatchStart[]): Promise<Array<DispatchRow | undefined>> {
     const rows = await db.query<DispatchRow>(
@@ -131,6 +131,7 @@ export const messageRequestRepo = {
     ]);
   },
 
+  /** Moves the request's status when message_status_moves allows it; undefined when it is no move. */
   async setStatus(
     db: Queryable,
     tenantId: string,
@@ -138,10 +139,10 @@ export const messageRequestRepo = {
     status: RequestStatus,
     error: { code: string; message: string } | null,
     now: Date,
-  ): Promise<MessageRequestRow> {
+  ): Promise<MessageRequestRow | undefined> {
     const rows = await db.query<MessageRequestRow>(
       `UPDATE message_requests SET status = $2, error_code = COALESCE($3, error_code), error_message = COALESCE($4, error_message), updated_at = $5
-       WHERE id = $1 AND tenant_id = $6 RETURNING *`,
+       WHERE id = $1 AND tenant_id = $6 AND message_status_moves(status, $2) RETURNING *`,
       [id, status, error?.code ?? null, error?.message ?? null, now, tenantId],
     );
     return rows[0];

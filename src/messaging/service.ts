@@ -8,8 +8,9 @@ import { ensureContact, ensureConversation } from '../conversations/inbox.js';
 import { normalizePhone } from '../conversations/phone.js';
 import { conversationRepo } from '../conversations/repo.js';
 import { DomainError, conflict, invalid, notFound } from '../errors.js';
-import { runIdempotent } from '../http/idempotency.js';
+import { runIdempotent, type IdempotencyKeyUse } from '../platform/idempotency.js';
 import { messageRequestRepo, type RequestStatus } from './repo.js';
+import { sendRefusal } from './send-rules.js';
 import { moveStatus, requestStatusView } from './status.js';
 import type { OutboundQueue } from './outbound.js';
 import type { RequestParams, StartAccepted, StartBody, TemplateStatusQuery } from './schema.js';
@@ -45,13 +46,13 @@ export class MessagingService {
    * Checks every precondition, then writes contact, conversation, outbound message, message request,
    * send job and events in one transaction. Replays the stored 202 for a repeated Idempotency-Key.
    */
-  async start(ctx: Ctx, { idempotencyKey, ...input }: StartInput & { idempotencyKey: string }) {
+  async start(ctx: Ctx, { idempotency, ...input }: StartInput & { idempotency: IdempotencyKeyUse }) {
     // The schema checks the E.164 shape; this checks that the number exists (and names the right field).
     if (!normalizePhone(input.recipientPhone)) throw invalid('body.recipientPhone', 'must be a valid phone number in E.164 form, such as +525512345678');
-    return runIdempotent<StartResult>(this.db, this.clock, { tenantId: ctx.tenantId, operation: 'conversations.start', key: idempotencyKey, request: input }, async (tx) => {
+    return runIdempotent<StartResult>(this.db, this.clock, { tenantId: ctx.tenantId, ...idempotency, request: input }, async (tx) => {
       const tenantId = ctx.tenantId;
       const channel = await this.whatsappChannel(tx, tenantId, input.channelId, 'body.channelId');
-      if (!channel.available) throw new DomainError('M2M_INVALID_REQUEST', 'the WhatsApp channel is not available for sending', { reason: 'channel_unavailable', issues: [{ path: 'body.channelId', message: 'is not available' }] });
+      if ((await sendRefusal(tx, { channelAvailable: channel.available })) === 'channel_unavailable') throw new DomainError('M2M_INVALID_REQUEST', 'the WhatsApp channel is not available for sending', { reason: 'channel_unavailable', issues: [{ path: 'body.channelId', message: 'is not available' }] });
       const template = await channelRepo.latestTemplate(tx, tenantId, channel.id);
       const locale = template?.locales.find((entry) => entry.locale === input.locale);
       if (!template || !locale || !locale.ready) {
@@ -64,8 +65,9 @@ export class MessagingService {
       }
       const now = this.clock.now();
       let contact = await ensureContact(tx, tenantId, { phone: input.recipientPhone }, now);
-      if (!contact.consent) throw conflict('the recipient has not given consent to be contacted', { reason: 'recipient_no_consent' });
-      if (contact.opted_out) throw conflict('the recipient has opted out', { reason: 'recipient_opted_out' });
+      const refusal = await sendRefusal(tx, { optedOut: contact.opted_out, consentRequired: true, consent: contact.consent });
+      if (refusal === 'recipient_opted_out') throw conflict('the recipient has opted out', { reason: 'recipient_opted_out' });
+      if (refusal === 'recipient_no_consent') throw conflict('the recipient has not given consent to be contacted', { reason: 'recipient_no_consent' });
       const failed = await messageRequestRepo.hasUnreconciledFailure(tx, tenantId, contact.phone_e164!);
       if (failed) {
         throw conflict('a previous send to this recipient failed; reconcile it before sending again', { reason: 'unreconciled_failed_attempt', requestEventId: failed });

@@ -3,19 +3,11 @@ import { iso } from '../util/time.js';
 import { emit } from '../webhooks/events.js';
 import { messageRequestRepo, type MessageRequestRow, type RequestStatus } from './repo.js';
 
-const rank: Record<RequestStatus, number> = { queued: 0, sent: 1, delivered: 2, read: 3, failed: 4 };
-
 /**
- * Status only moves forward (queued → sent → delivered → read); failed can follow any state but read.
- * Late or repeated callbacks are ignored, so out-of-order delivery from the provider is harmless.
+ * Applies a status change, if it is a move (message_status_moves, src/messaging/sql/message_status_moves.sql,
+ * decides: only forward, failed from any state but read), and emits message.delivery.updated in the same
+ * transaction. Returns the row as it now is: unchanged when it was no move.
  */
-export function canMove(from: RequestStatus, to: RequestStatus): boolean {
-  if (from === to || from === 'failed') return false;
-  if (to === 'failed') return from !== 'read';
-  return rank[to] > rank[from];
-}
-
-/** Applies a status change and emits message.delivery.updated in the same transaction. Returns the row. */
 export async function moveStatus(
   tx: Tx,
   now: Date,
@@ -23,8 +15,8 @@ export async function moveStatus(
   to: Exclude<RequestStatus, 'queued'>,
   error: { code: string; message: string } | null = null,
 ): Promise<MessageRequestRow> {
-  if (!canMove(row.status, to)) return row;
   const updated = await messageRequestRepo.setStatus(tx, row.tenant_id, row.id, to, error, now);
+  if (!updated) return row;
   await emit(tx, now, row.tenant_id, 'message.delivery.updated', {
     requestEventId: row.id,
     status: to,

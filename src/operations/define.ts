@@ -3,6 +3,7 @@ import type { Ctx } from '../context.js';
 import type { JsonText } from '../platform/json-text.js';
 import type { Scope, ScopeMode } from '../auth/scopes.js';
 import { Strict } from '../http/schemas.js';
+import type { IdempotencyKeyUse } from '../platform/idempotency.js';
 
 /** MCP toolsets, one per area of the API (decisions 6.1). */
 export const AREAS = ['conversations', 'messaging', 'reservations', 'crm', 'knowledge', 'webhooks', 'events'] as const;
@@ -23,9 +24,10 @@ export const NoInput = Type.Object({}, Strict);
 export const NoContent = Type.Null();
 
 /**
- * How `Idempotency-Key` is honoured. `service`: the service runs the key inside its own transaction (sends,
- * which also check preconditions under it) and receives it as `idempotencyKey`. `create`: the catalogue runs
- * the handler under the key in the same transaction as the service's writes (every POST that creates).
+ * How `Idempotency-Key` is honoured, always by the one protocol of src/platform/idempotency.ts, under the
+ * operation's operationId. `service`: the service runs the key itself (a start or a send inside its own
+ * transaction, a reply inside its statement) and receives it as `idempotency`. `create`: the catalogue runs the
+ * handler under the key in the same transaction as the service's writes (every POST that creates).
  */
 export interface Idempotency {
   key: 'required' | 'optional';
@@ -33,9 +35,9 @@ export interface Idempotency {
 }
 
 type KeyInput<I> = I extends { key: 'required'; by: 'service' }
-  ? { idempotencyKey: string }
+  ? { idempotency: IdempotencyKeyUse }
   : I extends { key: 'optional'; by: 'service' }
-    ? { idempotencyKey?: string }
+    ? { idempotency?: IdempotencyKeyUse }
     : unknown;
 
 /** An operation's input: path parameters, query and body merged into one object (what an MCP tool takes). */

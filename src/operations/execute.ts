@@ -1,5 +1,5 @@
 import type { Ctx } from '../context.js';
-import { runIdempotent } from '../http/idempotency.js';
+import { runIdempotent } from '../platform/idempotency.js';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/driver.js';
 import { decryptSecret, encryptSecret, type Keyring } from '../secrets.js';
@@ -31,7 +31,8 @@ export async function executeOperation<S>(services: S & ExecuteServices, operati
     }));
     return { body: JSON.parse(decryptSecret(key, stored.body.sealed)), replayed: stored.replayed };
   }
-  const serviceInput = operation.idempotency?.by === 'service' && idempotencyKey !== undefined ? { ...input, idempotencyKey } : input;
+  // A service that runs the key itself gets it with the operation it is used on: keys are named by operationId.
+  const serviceInput = operation.idempotency?.by === 'service' && idempotencyKey !== undefined ? { ...input, idempotency: { operation: operation.operationId, key: idempotencyKey } } : input;
   const result = await operation.run(services, ctx, serviceInput);
   return result instanceof Replayable ? { body: result.body, replayed: result.replayed } : { body: result, replayed: false };
 }

@@ -6,12 +6,13 @@ import { adminCtx } from '../context.js';
 import { principalOf } from '../http/auth.js';
 import { errorResponses } from '../http/schemas.js';
 import { buildAjv } from '../http/validation.js';
+import { IDEMPOTENCY_KEY_LENGTH } from '../platform/idempotency.js';
 import { JsonText } from '../platform/json-text.js';
 import { WithStatus, type AdminOperation, type CatalogueOperation, type Operation } from './define.js';
 import { executeOperation, type ExecuteServices } from './execute.js';
 import { dereference } from './shared-schemas.js';
 
-const IdempotencyKeyValue = Type.String({ minLength: 1, maxLength: 255, description: 'Stable per logical request; a retry with the same key and body replays the first answer' });
+const IdempotencyKeyValue = Type.String({ ...IDEMPOTENCY_KEY_LENGTH, description: 'Stable per logical request; a retry with the same key and body replays the first answer' });
 
 /** What the routes need besides each operation's own services: Idempotency-Key, and the admin routes' tenant check. */
 export interface RouteServices extends ExecuteServices {

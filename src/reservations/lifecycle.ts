@@ -1,12 +1,11 @@
 import type { Logger } from 'pino';
 import type { Tx } from '../db/driver.js';
 import { channelRepo, type ChannelRow } from '../channels/repo.js';
-import { ensureContact, ensureConversation } from '../conversations/inbox.js';
-import { conversationRepo } from '../conversations/repo.js';
-import { messageRequestRepo } from '../messaging/repo.js';
+import { sendLifecycleMessage } from '../messaging/lifecycle-send.js';
 import type { OutboundQueue } from '../messaging/outbound.js';
 import { addDays } from './dates.js';
 import { attemptRepo, savepoints, settingsRepo, type AttemptRow } from './lifecycle-repo.js';
+import { sendRefusal } from '../messaging/send-rules.js';
 import { mirrorRepo, type MirrorRow } from './repo.js';
 import type { AttemptResult, LifecycleEvent } from './lifecycle-types.js';
 
@@ -132,28 +131,12 @@ export class LifecycleEngine {
     }
     if (!setting?.enabled) return skipped('event_disabled');
     if (!sender) return skipped('no_sender');
-    if (sender.kind !== 'whatsapp' || !sender.available) return skipped('sender_unavailable');
+    if (sender.kind !== 'whatsapp' || (await sendRefusal(tx, { channelAvailable: sender.available })) === 'channel_unavailable') return skipped('sender_unavailable');
     const phone = mirror.guest_phone_e164;
     if (!phone) return skipped(mirror.guest_phone_raw ? 'guest_phone_invalid' : 'no_guest_phone');
-    const known = await conversationRepo.findContactByPhone(tx, tenantId, phone);
-    if (known?.opted_out) return skipped('contact_opted_out');
-    if (!known?.consent) return skipped('contact_without_consent');
-    if (await messageRequestRepo.hasUnreconciledFailure(tx, tenantId, phone)) return skipped('unreconciled_failed_send');
-
-    const contact = await ensureContact(tx, tenantId, { phone }, now);
-    const conversation = await ensureConversation(tx, tenantId, sender, contact, now);
-    const template = await channelRepo.latestTemplate(tx, tenantId, sender.id);
-    const ready = template?.locales.some((entry) => entry.locale === 'en_US' && entry.ready) ?? false;
-    const queued = await this.deps.outbound.queue(tx, now, {
-      tenantId,
-      conversationId: conversation.id,
-      channelId: sender.id,
-      channelKind: sender.kind,
-      recipientPhone: phone,
-      text: guestText(event, mirror),
-      ...(ready && template ? { template: { name: template.template_name, locale: 'en_US' } } : {}),
-    });
-    return { result: 'would_send', reason: ready ? 'queued_with_template' : 'queued', sender, conversationId: conversation.id, requestEventId: queued.requestEventId };
+    const send = await sendLifecycleMessage(tx, this.deps.outbound, now, { tenantId, sender, phone, text: guestText(event, mirror) });
+    if ('skipped' in send) return skipped(send.skipped);
+    return { result: 'would_send', reason: send.withTemplate ? 'queued_with_template' : 'queued', sender, conversationId: send.conversationId, requestEventId: send.requestEventId };
   }
 
   private record(tx: Tx, ctx: EvaluationContext, mirror: MirrorRow, event: LifecycleEvent, outcome: Outcome): Promise<AttemptRow> {

@@ -22,7 +22,7 @@ export interface ClaimedDelivery {
   active: boolean;
   deleted: boolean;
   secret_sealed: string;
-  /** The owning key is in force (api_key_in_force, migration 0017); its scopes are checked with hasScope. */
+  /** The owning key is in force (api_key_in_force: src/auth/sql/api_key_in_force.sql); its scopes are checked with hasScope. */
   key_ok: boolean;
   key_scopes: string[];
 }
@@ -83,7 +83,7 @@ export interface DisabledSubscription {
 
 const iso = (value: Date | null) => (value ? value.toISOString() : null);
 
-/** The claim: src/db/migrations/0016_webhook_health.sql (webhook_claim) says how it chooses; 0017 its key check. */
+/** The claim: src/webhooks/sql/webhook_claim.sql says how it chooses. */
 const CLAIM_SQL = 'SELECT * FROM webhook_claim($1, $2, $3, $4, $5, $6, $7, $8, $9)';
 
 export const dispatchRepo = {

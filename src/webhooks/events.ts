@@ -31,7 +31,7 @@ export function emit<T extends EventType>(tx: Tx, now: Date, tenantId: string, t
 /** emit() without the payload's type: only for the admin API's test events, whose `data` is the caller's. */
 export async function emitUnchecked(tx: Tx, now: Date, tenantId: string, type: EventType, data: unknown): Promise<EmittedEvent> {
   const event = anyEventRecord(now, tenantId, type, data);
-  // The outbox row and its fan-out, in one statement (webhook_emit, migrations 0012 and 0017): subscriptions
+  // The outbox row and its fan-out, in one statement (webhook_emit: src/webhooks/sql/webhook_emit.sql): subscriptions
   // whose owning key is in force and holds one of these scopes (api_key_grants) get a delivery.
   const deliveries = await outboxRepo.emit(tx, { tenantId, type, now, ...event });
   if (deliveries > 0) tx.notify(WEBHOOKS_CHANNEL);

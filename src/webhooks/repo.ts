@@ -292,7 +292,7 @@ export const deliveryRepo = {
 export const outboxRepo = {
   /**
    * The outbox row and its fan-out to the tenant's matching subscriptions, in one statement
-   * (webhook_emit: src/db/migrations/0012_webhook_emit.sql, its key check since 0017); returns how many deliveries it created.
+   * (webhook_emit: src/webhooks/sql/webhook_emit.sql); returns how many deliveries it created.
    */
   async emit(db: Queryable, e: { tenantId: string; eventId: string; type: string; now: Date; body: string; readScope: string; writeScope: string }): Promise<number> {
     const rows = await db.query<{ count: number }>('SELECT webhook_emit($1, $2, $3, $4, $5, $6, $7) AS count', [

@@ -1,17 +1,18 @@
 import type { Static } from 'typebox';
 import type { Ctx } from '../context.js';
-import type { FollowUpParams, SendBody } from './schema.js';
+import type { FollowUpParams, SendBody } from '../crm/schema.js';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { Db, Tx } from '../db/driver.js';
 import { channelRepo } from '../channels/repo.js';
 import { conversationRepo } from '../conversations/repo.js';
 import { conflict, invalid } from '../errors.js';
-import { runIdempotent } from '../http/idempotency.js';
-import type { OutboundQueue } from '../messaging/outbound.js';
-import { crmRepo, type FollowUpRow } from './repo.js';
-import { emitOpportunityUpdated, requireFollowUp } from './service.js';
-import { followUpView, generatedDraft } from './views.js';
+import { runIdempotent, type IdempotencyKeyUse } from '../platform/idempotency.js';
+import type { OutboundQueue } from './outbound.js';
+import { sendRefusal } from './send-rules.js';
+import { crmRepo, type FollowUpRow } from '../crm/repo.js';
+import { emitOpportunityUpdated, requireFollowUp } from '../crm/service.js';
+import { followUpView, generatedDraft } from '../crm/views.js';
 
 export interface SendOutcome {
   followUp: ReturnType<typeof followUpView>;
@@ -37,7 +38,7 @@ export class FollowUpSender {
   ) {}
 
   /** The public send: once per follow-up, under the caller's Idempotency-Key when given. */
-  async send(ctx: Ctx, { followUpId, ...input }: Static<typeof FollowUpParams> & Static<typeof SendBody> & { idempotencyKey?: string }) {
+  async send(ctx: Ctx, { followUpId, ...input }: Static<typeof FollowUpParams> & Static<typeof SendBody> & { idempotency?: IdempotencyKeyUse }) {
     return this.sendAs(ctx.tenantId, followUpId, input);
   }
 
@@ -45,12 +46,12 @@ export class FollowUpSender {
   async sendAs(
     tenantId: string,
     followUpId: string,
-    input: { messageText?: string; idempotencyKey?: string; requireConsent?: boolean },
+    input: { messageText?: string; idempotency?: IdempotencyKeyUse; requireConsent?: boolean },
   ): Promise<{ body: SendOutcome; replayed: boolean }> {
     const accept = (tx: Tx) => this.claimAndQueue(tx, tenantId, followUpId, input.messageText, input.requireConsent ?? false);
     let accepted: { body: SendOutcome; replayed: boolean };
-    if (input.idempotencyKey) {
-      const result = await runIdempotent(this.db, this.clock, { tenantId, operation: 'crm.follow-up.send', key: input.idempotencyKey, request: { followUpId, messageText: input.messageText ?? null } }, async (tx) => ({
+    if (input.idempotency) {
+      const result = await runIdempotent(this.db, this.clock, { tenantId, ...input.idempotency, request: { followUpId, messageText: input.messageText ?? null } }, async (tx) => ({
         status: 202,
         body: await accept(tx),
       }));
@@ -73,10 +74,11 @@ export class FollowUpSender {
     const conversation = await conversationRepo.get(tx, tenantId, row.conversation_id);
     if (!conversation) throw conflict('the follow-up conversation no longer exists');
     const channel = await channelRepo.get(tx, tenantId, conversation.channel_id);
-    if (!channel?.available) throw conflict('the conversation channel is not available for sending', { reason: 'channel_unavailable' });
     const contact = await conversationRepo.getContact(tx, tenantId, conversation.contact_id);
-    if (contact?.opted_out) throw conflict('the contact has opted out', { reason: 'recipient_opted_out' });
-    if (requireConsent && !contact?.consent) throw conflict('the contact has not given consent to be contacted', { reason: 'recipient_no_consent' });
+    const refusal = await sendRefusal(tx, { channelAvailable: channel?.available ?? false, optedOut: contact?.opted_out ?? false, consentRequired: requireConsent, consent: contact?.consent ?? false });
+    if (refusal === 'channel_unavailable' || !channel) throw conflict('the conversation channel is not available for sending', { reason: 'channel_unavailable' });
+    if (refusal === 'recipient_opted_out') throw conflict('the contact has opted out', { reason: 'recipient_opted_out' });
+    if (refusal === 'recipient_no_consent') throw conflict('the contact has not given consent to be contacted', { reason: 'recipient_no_consent' });
     const text = messageText ?? row.message_draft ?? generatedDraft(row, contact?.name ?? null);
     if (!text.trim()) throw invalid('body.messageText', 'there is no message to send');
     const queued = await this.outbound.queue(tx, now, {

@@ -1,0 +1,10 @@
+-- The customer-service window of a free-form (non-template) reply: how long after the contact's last inbound
+-- message one may be sent, per channel kind (WhatsApp's customer-service window and Meta's standard messaging
+-- window on Messenger and Instagram: 24 hours; webchat is our own widget: none), when it closed or closes, and
+-- whether it is open at p_at. No inbound message yet: closed. Hours null: the channel has no window.
+CREATE OR REPLACE FUNCTION reply_window(p_channel_kind text, p_last_inbound timestamptz, p_at timestamptz,
+                                        OUT hours integer, OUT closed_at timestamptz, OUT open boolean)
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$ SELECT w.hours, p_last_inbound + make_interval(hours => w.hours),
+             w.hours IS NULL OR (p_last_inbound IS NOT NULL AND p_at - p_last_inbound < make_interval(hours => w.hours))
+      FROM (SELECT CASE WHEN p_channel_kind IN ('whatsapp', 'messenger', 'instagram') THEN 24 END AS hours) w $$;
