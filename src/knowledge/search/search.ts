@@ -1,0 +1,97 @@
+import type { Static } from 'typebox';
+import type { Ctx } from '../../context.js';
+import type { Db } from '../../db/driver.js';
+import { invalid } from '../../errors.js';
+import type { Logger } from 'pino';
+import { requireProperty } from '../common.js';
+import type { Embedder } from '../crawler/embedder.js';
+import type { SourceKind } from '../repo.js';
+import type { SearchBody, SearchResults } from './schema.js';
+import { RRF_K, searchRepo, type SearchRow } from './search-repo.js';
+
+type SearchInput = Static<typeof SearchBody>;
+type SearchResult = Static<typeof SearchResults>['results'][number];
+
+/** Which sides rank: the public operation is always hybrid; the benchmark compares each side alone. */
+export type SearchMode = 'hybrid' | 'keyword' | 'vector';
+
+const KINDS: Record<NonNullable<SearchInput['sourceTypes']>[number], SourceKind[]> = {
+  text: ['text'],
+  file: ['file'],
+  url: ['url'],
+  website: ['website_page'],
+};
+const ALL_KINDS: SourceKind[] = ['text', 'file', 'url', 'website_page'];
+
+/** A vector's ternary sign sketch as the bit strings SQL reads as varbit (knowledge_embedding_signs). */
+export function signSketch(vector: readonly number[]): { positive: string; negative: string; nonZero: number } {
+  let positive = '';
+  let negative = '';
+  let nonZero = 0;
+  for (const v of vector) {
+    positive += v > 0 ? '1' : '0';
+    negative += v < 0 ? '1' : '0';
+    if (v !== 0) nonZero += 1;
+  }
+  return { positive, negative, nonZero };
+}
+
+export interface SearchDeps {
+  db: Db;
+  embedder: Embedder;
+  log?: Logger;
+}
+
+/**
+ * Finds the passages of the tenant's knowledge that answer `query`, best first, each citing its source.
+ * The score is the fused reciprocal-rank score over the maximum the sides could give (first on every side
+ * that ranked): 1 is the best passage of both sides, 0.5 the best of one side only.
+ */
+export async function searchKnowledge(deps: SearchDeps, ctx: Ctx, input: SearchInput, mode: SearchMode = 'hybrid'): Promise<{ results: SearchResult[] }> {
+  const { tenantId } = ctx;
+  const db = ctx.tx ?? deps.db;
+  const query = input.query.trim();
+  if (query.length === 0) throw invalid('body.query', 'must not be blank');
+  const property = input.propertyId;
+  if (property !== undefined && property !== 'global') await requireProperty(db, tenantId, property);
+  const kinds = input.sourceTypes ? [...new Set(input.sourceTypes.flatMap((type) => KINDS[type]))] : ALL_KINDS;
+  const weights = { keyword: mode === 'vector' ? 0 : 1, vector: mode === 'keyword' ? 0 : 1 };
+  const vector = weights.vector > 0 ? await embedQuery(deps, query) : undefined;
+  const rows = await searchRepo.search(db, {
+    tenantId,
+    query,
+    propertyId: property === undefined ? undefined : property === 'global' ? null : property,
+    kinds,
+    vector,
+    weights,
+    limit: input.limit ?? 5,
+  });
+  const best = (weights.keyword + (vector ? weights.vector : 0)) / (RRF_K + 1);
+  return { results: rows.map((row) => resultOf(row, best)) };
+}
+
+/**
+ * The question's vector sketch. An embeddings endpoint that fails leaves the keyword side to answer alone:
+ * a search that answers from keywords is better than none while the endpoint is down.
+ */
+async function embedQuery(deps: SearchDeps, query: string): Promise<{ model: string; positive: string; negative: string; nonZero: number } | undefined> {
+  try {
+    const [vector] = await deps.embedder.embed([query]);
+    return vector ? { model: deps.embedder.model, ...signSketch(vector) } : undefined;
+  } catch (error) {
+    deps.log?.warn({ err: error }, 'knowledge search: the query could not be embedded; answering from keywords only');
+    return undefined;
+  }
+}
+
+function resultOf(row: SearchRow, best: number): SearchResult {
+  return {
+    sourceId: row.source_id,
+    ...(row.website_id ? { websiteId: row.website_id } : {}),
+    title: row.title ?? '',
+    ...(row.url ? { url: row.url } : {}),
+    text: row.text,
+    score: best > 0 ? Math.min(1, Math.round((row.rrf / best) * 10000) / 10000) : 0,
+    updatedAt: row.updated_at.toISOString(),
+  };
+}
