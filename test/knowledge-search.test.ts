@@ -137,6 +137,7 @@ test('bad input is 400; stop words and punctuation find nothing; any script answ
     { query: 'parking', sourceTypes: ['asset'] },
     { query: 'parking', sourceTypes: [] },
     { query: 42 },
+    { query: 'a\u0000b' },
   ]) {
     const res = await search(body);
     assert.equal(res.statusCode, 400, `${JSON.stringify(body)}: ${res.body}`);
@@ -146,7 +147,7 @@ test('bad input is 400; stop words and punctuation find nothing; any script answ
   for (const query of ['the of and is', 'el la de que', '?!... ---', '"" ()', '-', 'or', '!!!', "'"]) {
     assert.deepEqual(await results({ query }), [], query);
   }
-  for (const query of ['🏊‍♀️ 🅿️?', 'هل يوجد موقف للسيارات؟', '停车场在哪里？', 'パーキング', 'Где парковка?', 'check-in 🙂 停车', 'a & b | !c <-> d:*', '\\0 \u0000x']) {
+  for (const query of ['🏊‍♀️ 🅿️?', 'هل يوجد موقف للسيارات؟', '停车场在哪里？', 'パーキング', 'Где парковка?', 'check-in 🙂 停车', 'a & b | !c <-> d:*', "'quoted' \\\\ back"]) {
     const res = await search({ query });
     assert.equal(res.statusCode, 200, `${query}: ${res.body}`);
   }

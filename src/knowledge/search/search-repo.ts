@@ -1,8 +1,6 @@
 import type { Queryable } from '../../db/driver.js';
 import type { SourceKind } from '../repo.js';
 
-/** Reciprocal-rank fusion's constant: a passage's share from one ranking is weight / (RRF_K + its rank there). */
-export const RRF_K = 60;
 /** How many passages each side ranks before fusion. */
 export const SIDE_DEPTH = 100;
 /**
@@ -11,6 +9,11 @@ export const SIDE_DEPTH = 100;
  * chunks on every question is what the keyword side's index is there to avoid.
  */
 export const VECTOR_SCAN_LIMIT = 2000;
+/**
+ * The vector side's passages by sketch estimate whose exact cosine is computed (a product of two real[] in SQL
+ * is a row per component, so it is kept to these).
+ */
+export const RESCORED = 50;
 
 export interface SearchParams {
   tenantId: string;
@@ -19,13 +22,13 @@ export interface SearchParams {
   propertyId: string | null | undefined;
   kinds: readonly SourceKind[];
   /** The query's vector sketch, of the embedder whose chunks it is compared with; absent: no vector side. */
-  vector?: { model: string; positive: string; negative: string; nonZero: number };
+  vector?: { model: string; positive: string; negative: string; nonZero: number; values: readonly number[] };
   weights: { keyword: number; vector: number };
   limit: number;
 }
 
 export interface SearchRow {
-  rrf: number;
+  score: number;
   source_id: string;
   kind: SourceKind;
   website_id: string | null;
@@ -54,26 +57,52 @@ const VISIBLE = `
 
 /**
  * Hybrid search in one statement, the same on PostgreSQL and PGlite.
- * Keyword side: the question parsed by websearch_to_tsquery in english, spanish and simple, its terms joined
- * by OR (a guest writes a sentence, not a list of words every passage must hold), ranked by ts_rank_cd over
- * the GIN-indexed tsvector. A question with no word left in english or none in spanish (only stop words of
- * either, punctuation, emoji) finds nothing on either side.
- * Vector side: the cosine of the ternary sign sketches (bits where components are positive, bits where they
- * are negative) of the question's vector and each chunk's stored vector of the same model.
- * Fusion: reciprocal rank, sum over the sides of weight / (60 + rank).
+ * Keyword side: the question's words as english and as spanish lexemes (to_tsvector drops each language's
+ * stop words and stems the rest), any of them matching (a guest writes a sentence, not a list of words every
+ * passage must hold) through the GIN index; the best candidates by ts_rank_cd are ranked again by a BM25-like
+ * sum over the question's lexemes of idf × ts_rank, the idf taken among those candidates, so that a rare word
+ * of the question ("sauna") outweighs a common one ("time"). A question with no lexeme left in english or none
+ * in spanish (only stop words of either, punctuation, emoji) finds nothing on either side.
+ * Vector side: chunks with a stored vector of the question's model, estimated by the cosine of their ternary
+ * sign sketches (bits where components are positive, bits where they are negative), the best of them scored by
+ * their exact cosine.
+ * Fusion: keyword weight × keyword score over the best keyword score + vector weight × cosine (both sides'
+ * strength counts, not only their order: a weak side moves little).
  * $2 query, $6 model, $7 positive bits, $8 negative bits, $9 query non-zero count, $10 keyword weight,
- * $11 vector weight, $12 limit, $13 side depth, $14 vector scan limit.
+ * $11 vector weight, $12 limit, $13 side depth, $14 vector scan limit, $15 rescored, $16 query vector.
  */
 const SEARCH = `
-WITH q AS (
-  SELECT replace((websearch_to_tsquery('english', $2) || websearch_to_tsquery('spanish', $2) || websearch_to_tsquery('simple', $2))::text, ' & ', ' | ')::tsquery AS query,
-         numnode(websearch_to_tsquery('english', $2)) > 0 AND numnode(websearch_to_tsquery('spanish', $2)) > 0 AS meaningful
+WITH lexemes AS (
+  SELECT 'english' AS cfg, lexeme FROM unnest(tsvector_to_array(to_tsvector('english', $2))) AS lexeme
+  UNION ALL
+  SELECT 'spanish', lexeme FROM unnest(tsvector_to_array(to_tsvector('spanish', $2))) AS lexeme
 ),
-keyword AS (
-  SELECT c.source_id, c.seq, row_number() OVER (ORDER BY ts_rank_cd(c.search_vector, q.query) DESC, c.source_id, c.seq) AS r
+terms AS (
+  -- Each lexeme as a one-word tsquery: quoted, so that it is taken as it is, never parsed as an operator.
+  SELECT DISTINCT ('''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || '''')::tsquery AS tsq
+  FROM lexemes
+  WHERE (SELECT count(DISTINCT cfg) FROM lexemes) = 2
+),
+q AS (
+  SELECT (SELECT string_agg(tsq::text, ' | ') FROM terms)::tsquery AS query, EXISTS (SELECT 1 FROM terms) AS meaningful
+),
+candidates AS (
+  SELECT c.source_id, c.seq, c.search_vector
   FROM q CROSS JOIN knowledge_chunks c ${VISIBLE}
     AND q.meaningful AND c.search_vector @@ q.query
-  ORDER BY r
+  ORDER BY ts_rank_cd(c.search_vector, q.query) DESC, c.source_id, c.seq
+  LIMIT 2 * $13
+),
+rarity AS (
+  SELECT t.tsq, ln(1 + ((SELECT count(*) FROM candidates) - count(c.seq) + 0.5) / (count(c.seq) + 0.5)) AS idf
+  FROM terms t LEFT JOIN candidates c ON c.search_vector @@ t.tsq
+  GROUP BY t.tsq
+),
+keyword AS (
+  SELECT c.source_id, c.seq, sum(r.idf * ts_rank(c.search_vector, r.tsq)) AS score
+  FROM candidates c JOIN rarity r ON c.search_vector @@ r.tsq
+  GROUP BY c.source_id, c.seq
+  ORDER BY score DESC, c.source_id, c.seq
   LIMIT $13
 ),
 few AS (
@@ -88,37 +117,42 @@ pool AS (
   FROM keyword k JOIN knowledge_chunks c ON c.source_id = k.source_id AND c.seq = k.seq
   WHERE NOT (SELECT yes FROM few) AND c.embedding_model = $6::text
 ),
-vector AS (
-  SELECT source_id, seq, row_number() OVER (ORDER BY sim DESC, source_id, seq) AS r
+sketched AS (
+  SELECT source_id, seq
   FROM (
     SELECT source_id, seq,
       CASE WHEN length(p) = length($7::varbit) AND length(n) = length($8::varbit)
         THEN (bit_count(p & $7::varbit) + bit_count(n & $8::varbit) - bit_count(p & $8::varbit) - bit_count(n & $7::varbit))::float8
              / sqrt(greatest(1, bit_count(p | n)) * greatest(1, $9::int))
-      END AS sim
+      END AS estimate
     FROM pool
   ) AS scored
-  WHERE sim > 0
-  ORDER BY r
-  LIMIT $13
+  WHERE estimate > 0
+  ORDER BY estimate DESC, source_id, seq
+  LIMIT $15
+),
+vector AS (
+  SELECT c.source_id, c.seq,
+    (SELECT sum(a * b) / nullif(sqrt(sum(a * a) * sum(b * b)), 0) FROM unnest(c.embedding, $16::real[]) AS u (a, b)) AS sim
+  FROM sketched k JOIN knowledge_chunks c ON c.source_id = k.source_id AND c.seq = k.seq
 ),
 fused AS (
-  SELECT source_id, seq, sum(weight / (${RRF_K} + r)) AS rrf
+  SELECT source_id, seq, sum(part) AS score
   FROM (
-    SELECT source_id, seq, r, $10::float8 AS weight FROM keyword
+    SELECT source_id, seq, $10::float8 * score / (SELECT max(score) FROM keyword) AS part FROM keyword
     UNION ALL
-    SELECT source_id, seq, r, $11::float8 FROM vector
+    SELECT source_id, seq, $11::float8 * sim FROM vector WHERE sim > 0
   ) AS sides
   GROUP BY source_id, seq
-  HAVING sum(weight) > 0
-  ORDER BY rrf DESC, source_id, seq
+  HAVING sum(part) > 0
+  ORDER BY score DESC, source_id, seq
   LIMIT $12
 )
-SELECT f.rrf, s.id AS source_id, s.kind, s.website_id, s.title, coalesce(s.canonical_url, s.url) AS url, c.text, s.updated_at
+SELECT f.score, s.id AS source_id, s.kind, s.website_id, s.title, coalesce(s.canonical_url, s.url) AS url, c.text, s.updated_at
 FROM fused f
 JOIN knowledge_chunks c ON c.source_id = f.source_id AND c.seq = f.seq
 JOIN knowledge_sources s ON s.id = c.source_id
-ORDER BY f.rrf DESC, f.source_id, f.seq`;
+ORDER BY f.score DESC, f.source_id, f.seq`;
 
 export const searchRepo = {
   async search(db: Queryable, p: SearchParams): Promise<SearchRow[]> {
@@ -137,7 +171,9 @@ export const searchRepo = {
       p.limit,
       SIDE_DEPTH,
       VECTOR_SCAN_LIMIT,
+      RESCORED,
+      p.vector ? `{${p.vector.values.join(',')}}` : '{}',
     ]);
-    return rows.map((row) => ({ ...row, rrf: Number(row.rrf) }));
+    return rows.map((row) => ({ ...row, score: Number(row.score) }));
   },
 };

@@ -7,7 +7,7 @@ import { requireProperty } from '../common.js';
 import type { Embedder } from '../crawler/embedder.js';
 import type { SourceKind } from '../repo.js';
 import type { SearchBody, SearchResults } from './schema.js';
-import { RRF_K, searchRepo, type SearchRow } from './search-repo.js';
+import { searchRepo, type SearchRow } from './search-repo.js';
 
 type SearchInput = Static<typeof SearchBody>;
 type SearchResult = Static<typeof SearchResults>['results'][number];
@@ -22,6 +22,18 @@ const KINDS: Record<NonNullable<SearchInput['sourceTypes']>[number], SourceKind[
   website: ['website_page'],
 };
 const ALL_KINDS: SourceKind[] = ['text', 'file', 'url', 'website_page'];
+
+/**
+ * How much the vector side counts against the keyword side in hybrid mode: a passage's score is its keyword
+ * score over the best keyword score, plus this times its cosine. Chosen on the hotel benchmark (bench/search.ts)
+ * with the local embedder, whose vectors share the keyword side's vocabulary: at equal weight they repeat it.
+ */
+const HYBRID_VECTOR_WEIGHT = 0.5;
+const WEIGHTS: Record<SearchMode, { keyword: number; vector: number }> = {
+  hybrid: { keyword: 1, vector: HYBRID_VECTOR_WEIGHT },
+  keyword: { keyword: 1, vector: 0 },
+  vector: { keyword: 0, vector: 1 },
+};
 
 /** A vector's ternary sign sketch as the bit strings SQL reads as varbit (knowledge_embedding_signs). */
 export function signSketch(vector: readonly number[]): { positive: string; negative: string; nonZero: number } {
@@ -44,8 +56,8 @@ export interface SearchDeps {
 
 /**
  * Finds the passages of the tenant's knowledge that answer `query`, best first, each citing its source.
- * The score is the fused reciprocal-rank score over the maximum the sides could give (first on every side
- * that ranked): 1 is the best passage of both sides, 0.5 the best of one side only.
+ * The score is the fused score over the most the sides could give: 1 is the best keyword passage whose vector
+ * is the question's own.
  */
 export async function searchKnowledge(deps: SearchDeps, ctx: Ctx, input: SearchInput, mode: SearchMode = 'hybrid'): Promise<{ results: SearchResult[] }> {
   const { tenantId } = ctx;
@@ -55,7 +67,7 @@ export async function searchKnowledge(deps: SearchDeps, ctx: Ctx, input: SearchI
   const property = input.propertyId;
   if (property !== undefined && property !== 'global') await requireProperty(db, tenantId, property);
   const kinds = input.sourceTypes ? [...new Set(input.sourceTypes.flatMap((type) => KINDS[type]))] : ALL_KINDS;
-  const weights = { keyword: mode === 'vector' ? 0 : 1, vector: mode === 'keyword' ? 0 : 1 };
+  const weights = WEIGHTS[mode];
   const vector = weights.vector > 0 ? await embedQuery(deps, query) : undefined;
   const rows = await searchRepo.search(db, {
     tenantId,
@@ -66,7 +78,7 @@ export async function searchKnowledge(deps: SearchDeps, ctx: Ctx, input: SearchI
     weights,
     limit: input.limit ?? 5,
   });
-  const best = (weights.keyword + (vector ? weights.vector : 0)) / (RRF_K + 1);
+  const best = weights.keyword + (vector ? weights.vector : 0);
   return { results: rows.map((row) => resultOf(row, best)) };
 }
 
@@ -74,10 +86,10 @@ export async function searchKnowledge(deps: SearchDeps, ctx: Ctx, input: SearchI
  * The question's vector sketch. An embeddings endpoint that fails leaves the keyword side to answer alone:
  * a search that answers from keywords is better than none while the endpoint is down.
  */
-async function embedQuery(deps: SearchDeps, query: string): Promise<{ model: string; positive: string; negative: string; nonZero: number } | undefined> {
+async function embedQuery(deps: SearchDeps, query: string): Promise<{ model: string; positive: string; negative: string; nonZero: number; values: number[] } | undefined> {
   try {
     const [vector] = await deps.embedder.embed([query]);
-    return vector ? { model: deps.embedder.model, ...signSketch(vector) } : undefined;
+    return vector ? { model: deps.embedder.model, values: vector, ...signSketch(vector) } : undefined;
   } catch (error) {
     deps.log?.warn({ err: error }, 'knowledge search: the query could not be embedded; answering from keywords only');
     return undefined;
@@ -91,7 +103,7 @@ function resultOf(row: SearchRow, best: number): SearchResult {
     title: row.title ?? '',
     ...(row.url ? { url: row.url } : {}),
     text: row.text,
-    score: best > 0 ? Math.min(1, Math.round((row.rrf / best) * 10000) / 10000) : 0,
+    score: best > 0 ? Math.min(1, Math.round((row.score / best) * 10000) / 10000) : 0,
     updatedAt: row.updated_at.toISOString(),
   };
 }
