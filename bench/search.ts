@@ -112,11 +112,29 @@ async function quality(db: DbKind, postgresUrl: string | undefined): Promise<Pic
   }
 }
 
-const VOCABULARY = ('breakfast terrace pool suite ocean view booking reception parking garden spa dinner menu wine tour beach towel ' +
-  'check-in checkout family room balcony quiet floor elevator airport shuttle transfer price season offer discount guest review ' +
-  'lobby bar coffee fitness sauna massage yoga kids club pets allowed wifi desk concierge luggage storage laundry iron safe ' +
-  'desayuno piscina habitación aparcamiento mascotas traslado aeropuerto cancelación recepción playa toallas cena niños ' +
-  'the and of to in for with our your is are can will from at on').split(' ');
+const HOTEL_WORDS = ('breakfast terrace pool suite ocean view booking reception parking garden spa dinner menu wine tour beach towel ' +
+  'checkout family room balcony quiet floor elevator airport shuttle transfer price season offer discount guest review ' +
+  'lobby bar coffee fitness sauna massage yoga kids club pets dog allowed wifi desk concierge luggage storage laundry iron safe ' +
+  'time served morning evening car bring late early children hotel open night').split(' ');
+const STOP_WORDS = 'the and of to in for with our is you are can at on from'.split(' ');
+
+/**
+ * The seeded chunks' vocabulary, most frequent first: English stop words (so chunks are detected as English),
+ * then 6,000 made-up words with the hotel's words spread among them; words are drawn with a Zipf-like law
+ * (index = vocabulary size ^ random), so a hotel word is in a few percent of the chunks, as on a real site.
+ */
+function vocabulary(): string[] {
+  let state = 7;
+  const random = () => (state = (state * 1103515245 + 12345) % 2147483648) / 2147483648;
+  const syllables = ['ba', 'ri', 'to', 'mel', 'san', 'qua', 'ver', 'lo', 'den', 'ix', 'po', 'rha', 'tur', 'ni', 'gal', 'esh', 'mo', 'cu', 'fra', 'zin'];
+  const words = Array.from({ length: 6000 }, (_, i) => {
+    let word = '';
+    for (let n = 2 + (i % 3); n > 0; n -= 1) word += syllables[Math.floor(random() * syllables.length)];
+    return word;
+  });
+  HOTEL_WORDS.forEach((word, i) => words.splice(Math.floor(20 * 100 ** (i / HOTEL_WORDS.length)), 0, word));
+  return [...STOP_WORDS, ...words];
+}
 
 const LOAD_QUERIES = [
   'What time is breakfast served?',
@@ -132,8 +150,7 @@ const LOAD_QUERIES = [
 ];
 
 /**
- * Chunk text by SQL: 60–120 words drawn from a hotel vocabulary, English and Spanish, so that the common words
- * match a large share of the chunks as they would on a real site. Vectors: 256 random components (the local
+ * Chunk text by SQL: 60–120 words drawn from `vocabulary()`. Vectors: 256 random components (the local
  * embedder's size), so the sketches are as dense as a long chunk's.
  */
 const SEED_SOURCES = `
@@ -142,18 +159,18 @@ const SEED_SOURCES = `
 const SEED_CHUNKS = `
   INSERT INTO knowledge_chunks (source_id, seq, tenant_id, text, tokens, embedding, embedding_model)
   SELECT $1 || '_' || (1 + (i - 1) / 10), (i - 1) % 10, $2,
-         (SELECT string_agg(($3::text[])[1 + floor(random() * array_length($3::text[], 1))::int], ' ') FROM generate_series(1, 60 + (i % 60)) AS w WHERE i > 0),
+         (SELECT string_agg(($3::text[])[floor(power(array_length($3::text[], 1), random()))::int], ' ') FROM generate_series(1, 60 + (i % 60)) AS w WHERE i > 0),
          100,
          (SELECT array_agg((random() - 0.5)::real) FROM generate_series(1, 256) AS d WHERE i > 0),
          'local-hash-256'
   FROM generate_series($4::int, $5::int) AS i`;
 
-async function seedTenant(db: Db, tenantId: string, chunks: number): Promise<void> {
+async function seedTenant(db: Db, tenantId: string, chunks: number, words: string[]): Promise<void> {
   await db.query(`INSERT INTO tenants (id, name, created_at, updated_at) VALUES ($1, $1, now(), now()) ON CONFLICT DO NOTHING`, [tenantId]);
   const prefix = `ks_${tenantId}`;
   await db.query(SEED_SOURCES, [prefix, tenantId, Math.ceil(chunks / 10)]);
   for (let start = 1; start <= chunks; start += 20_000) {
-    await db.query(SEED_CHUNKS, [prefix, tenantId, VOCABULARY, start, Math.min(chunks, start + 19_999)]);
+    await db.query(SEED_CHUNKS, [prefix, tenantId, words, start, Math.min(chunks, start + 19_999)]);
   }
 }
 
@@ -187,14 +204,15 @@ async function load(postgresUrl: string, quick: boolean): Promise<NonNullable<Se
     await migrate(db);
     await db.query('DROP INDEX knowledge_chunks_search');
     let t = performance.now();
-    await seedTenant(db, 'tn_search', tenantChunks);
+    const words = vocabulary();
+    await seedTenant(db, 'tn_search', tenantChunks, words);
     const tenantInsertSeconds = round((performance.now() - t) / 1000, 1);
     t = performance.now();
     await db.query('CREATE INDEX knowledge_chunks_search ON knowledge_chunks USING gin (search_vector)');
     const tenantIndexSeconds = round((performance.now() - t) / 1000, 1);
     log(`  ${tenantChunks} chunks: inserted in ${tenantInsertSeconds} s, full-text index built in ${tenantIndexSeconds} s`);
     const others = 9;
-    for (let i = 1; i <= others; i += 1) await seedTenant(db, `tn_other${i}`, Math.floor((totalChunks - tenantChunks) / others));
+    for (let i = 1; i <= others; i += 1) await seedTenant(db, `tn_other${i}`, Math.floor((totalChunks - tenantChunks) / others), words);
     await db.query('ANALYZE');
     log(`  seeded ${totalChunks} chunks across ${others + 1} tenants`);
     const deps = { db, embedder: new LocalEmbedder() };
