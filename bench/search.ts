@@ -123,7 +123,7 @@ const STOP_WORDS = 'the and of to in for with our is you are can at on from'.spl
  * then 6,000 made-up words with the hotel's words spread among them; words are drawn with a Zipf-like law
  * (index = vocabulary size ^ random), so a hotel word is in a few percent of the chunks, as on a real site.
  */
-function vocabulary(): string[] {
+export function vocabulary(): string[] {
   let state = 7;
   const random = () => (state = (state * 1103515245 + 12345) % 2147483648) / 2147483648;
   const syllables = ['ba', 'ri', 'to', 'mel', 'san', 'qua', 'ver', 'lo', 'den', 'ix', 'po', 'rha', 'tur', 'ni', 'gal', 'esh', 'mo', 'cu', 'fra', 'zin'];
@@ -165,7 +165,7 @@ const SEED_CHUNKS = `
          'local-hash-256'
   FROM generate_series($4::int, $5::int) AS i`;
 
-async function seedTenant(db: Db, tenantId: string, chunks: number, words: string[]): Promise<void> {
+export async function seedTenant(db: Db, tenantId: string, chunks: number, words: string[]): Promise<void> {
   await db.query(`INSERT INTO tenants (id, name, created_at, updated_at) VALUES ($1, $1, now(), now()) ON CONFLICT DO NOTHING`, [tenantId]);
   const prefix = `ks_${tenantId}`;
   await db.query(SEED_SOURCES, [prefix, tenantId, Math.ceil(chunks / 10)]);

@@ -31,22 +31,21 @@ AS $$
   FROM counts
 $$;
 
--- One half of a chunk vector's sign sketch: a bit per dimension, set where the component is positive
--- (positive = true) or negative (positive = false); zero components set neither. Two sketches compare with
+-- A chunk vector's ternary sign sketch: one bit per dimension set where the component is positive, followed by
+-- one bit per dimension set where it is negative (zero components set neither). Two sketches compare with
 -- bit_count over AND (see src/knowledge/search/search-repo.ts): a native operation on a few dozen bytes, where a
 -- per-component product of two real[] arrays in SQL costs a row per component. IMMUTABLE so that a generated
 -- column may call it.
-CREATE OR REPLACE FUNCTION knowledge_embedding_signs(embedding real[], positive boolean) RETURNS varbit
+CREATE OR REPLACE FUNCTION knowledge_embedding_signs(embedding real[]) RETURNS varbit
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
-  SELECT string_agg(CASE WHEN (positive AND v > 0) OR (NOT positive AND v < 0) THEN '1' ELSE '0' END, '' ORDER BY i)::varbit
+  SELECT (string_agg(CASE WHEN v > 0 THEN '1' ELSE '0' END, '' ORDER BY i) || string_agg(CASE WHEN v < 0 THEN '1' ELSE '0' END, '' ORDER BY i))::varbit
   FROM unnest(embedding) WITH ORDINALITY AS u (v, i)
 $$;
 
 ALTER TABLE knowledge_chunks
   ADD COLUMN search_vector tsvector GENERATED ALWAYS AS (to_tsvector(knowledge_text_config(text), text)) STORED,
-  ADD COLUMN embedding_positive varbit GENERATED ALWAYS AS (knowledge_embedding_signs(embedding, true)) STORED,
-  ADD COLUMN embedding_negative varbit GENERATED ALWAYS AS (knowledge_embedding_signs(embedding, false)) STORED;
+  ADD COLUMN embedding_signs varbit GENERATED ALWAYS AS (knowledge_embedding_signs(embedding)) STORED;
 
 CREATE INDEX knowledge_chunks_search ON knowledge_chunks USING gin (search_vector);
 -- A tenant's chunks without the source table: the search's vector side scores all of them when they are few.

@@ -13,7 +13,13 @@ export const VECTOR_SCAN_LIMIT = 2000;
  * The vector side's passages by sketch estimate whose exact cosine is computed (a product of two real[] in SQL
  * is a row per component, so it is kept to these).
  */
-export const RESCORED = 50;
+export const RESCORED = 20;
+/**
+ * At most this many chunks holding any word of the question are ranked (in no particular order beyond that):
+ * on a large knowledge base a common word is in tens of thousands of chunks, and ranking them all is the cost
+ * of a search. A knowledge base of a few thousand chunks is ranked whole.
+ */
+export const ANY_WORD_LIMIT = 1000;
 
 export interface SearchParams {
   tenantId: string;
@@ -22,7 +28,7 @@ export interface SearchParams {
   propertyId: string | null | undefined;
   kinds: readonly SourceKind[];
   /** The query's vector sketch, of the embedder whose chunks it is compared with; absent: no vector side. */
-  vector?: { model: string; positive: string; negative: string; nonZero: number; values: readonly number[] };
+  vector?: { model: string; sketch: string; swapped: string; nonZero: number; values: readonly number[] };
   weights: { keyword: number; vector: number };
   limit: number;
 }
@@ -58,8 +64,10 @@ const VISIBLE = `
 /**
  * Hybrid search in one statement, the same on PostgreSQL and PGlite.
  * Keyword side: the question's words as english and as spanish lexemes (to_tsvector drops each language's
- * stop words and stems the rest), any of them matching (a guest writes a sentence, not a list of words every
- * passage must hold) through the GIN index; the best candidates by ts_rank_cd are ranked again by a BM25-like
+ * stop words and stems the rest). Candidates through the GIN index: the chunks holding every word of the
+ * question in one of the languages when there are at least as many as the side ranks (a large knowledge base),
+ * else the chunks holding any of its words (a guest writes a sentence, not a list of words every passage must
+ * hold). The best candidates by ts_rank_cd are ranked again by a BM25-like
  * sum over the question's lexemes of idf × ts_rank, the idf taken among those candidates, so that a rare word
  * of the question ("sauna") outweighs a common one ("time"). A question with no lexeme left in english or none
  * in spanish (only stop words of either, punctuation, emoji) finds nothing on either side.
@@ -68,8 +76,8 @@ const VISIBLE = `
  * their exact cosine.
  * Fusion: keyword weight × keyword score over the best keyword score + vector weight × cosine (both sides'
  * strength counts, not only their order: a weak side moves little).
- * $2 query, $6 model, $7 positive bits, $8 negative bits, $9 query non-zero count, $10 keyword weight,
- * $11 vector weight, $12 limit, $13 side depth, $14 vector scan limit, $15 rescored, $16 query vector.
+ * $2 query, $6 model, $7 the question's sketch, $8 its halves swapped, $9 its non-zero count, $10 keyword weight,
+ * $11 vector weight, $12 limit, $13 side depth, $14 vector scan limit, $15 rescored, $16 query vector, $17 any-word limit.
  */
 const SEARCH = `
 WITH lexemes AS (
@@ -84,14 +92,31 @@ terms AS (
   WHERE (SELECT count(DISTINCT cfg) FROM lexemes) = 2
 ),
 q AS (
-  SELECT (SELECT string_agg(tsq::text, ' | ') FROM terms)::tsquery AS query, EXISTS (SELECT 1 FROM terms) AS meaningful
+  SELECT (SELECT string_agg(tsq::text, ' | ') FROM terms)::tsquery AS any_word,
+         (SELECT string_agg('(' || words || ')', ' | ') FROM (
+            SELECT string_agg(DISTINCT ('''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || ''''), ' & ') AS words
+            FROM lexemes WHERE EXISTS (SELECT 1 FROM terms) GROUP BY cfg) AS per_language)::tsquery AS every_word,
+         EXISTS (SELECT 1 FROM terms) AS meaningful
 ),
-candidates AS (
+strict AS (
   SELECT c.source_id, c.seq, c.search_vector
   FROM q CROSS JOIN knowledge_chunks c ${VISIBLE}
-    AND q.meaningful AND c.search_vector @@ q.query
-  ORDER BY ts_rank_cd(c.search_vector, q.query) DESC, c.source_id, c.seq
+    AND q.meaningful AND c.search_vector @@ q.every_word
+  ORDER BY ts_rank_cd(c.search_vector, q.every_word) DESC, c.source_id, c.seq
   LIMIT 2 * $13
+),
+candidates AS (
+  SELECT * FROM strict WHERE (SELECT count(*) FROM strict) >= $13
+  UNION ALL
+  (SELECT m.source_id, m.seq, m.search_vector
+   FROM (
+     SELECT c.source_id, c.seq, c.search_vector
+     FROM q CROSS JOIN knowledge_chunks c ${VISIBLE}
+       AND q.meaningful AND c.search_vector @@ q.any_word AND (SELECT count(*) FROM strict) < $13
+     LIMIT $17
+   ) AS m CROSS JOIN q
+   ORDER BY ts_rank_cd(m.search_vector, q.any_word) DESC, m.source_id, m.seq
+   LIMIT 2 * $13)
 ),
 rarity AS (
   SELECT t.tsq, ln(1 + ((SELECT count(*) FROM candidates) - count(c.seq) + 0.5) / (count(c.seq) + 0.5)) AS idf
@@ -109,11 +134,11 @@ few AS (
   SELECT count(*) <= $14 AS yes FROM (SELECT 1 FROM knowledge_chunks WHERE tenant_id = $1 LIMIT $14 + 1) AS x
 ),
 pool AS (
-  SELECT c.source_id, c.seq, c.embedding_positive AS p, c.embedding_negative AS n
+  SELECT c.source_id, c.seq, c.embedding_signs AS signs
   FROM knowledge_chunks c ${VISIBLE}
     AND (SELECT yes FROM few) AND (SELECT meaningful FROM q) AND c.embedding_model = $6::text
   UNION ALL
-  SELECT c.source_id, c.seq, c.embedding_positive, c.embedding_negative
+  SELECT c.source_id, c.seq, c.embedding_signs
   FROM keyword k JOIN knowledge_chunks c ON c.source_id = k.source_id AND c.seq = k.seq
   WHERE NOT (SELECT yes FROM few) AND c.embedding_model = $6::text
 ),
@@ -121,9 +146,8 @@ sketched AS (
   SELECT source_id, seq
   FROM (
     SELECT source_id, seq,
-      CASE WHEN length(p) = length($7::varbit) AND length(n) = length($8::varbit)
-        THEN (bit_count(p & $7::varbit) + bit_count(n & $8::varbit) - bit_count(p & $8::varbit) - bit_count(n & $7::varbit))::float8
-             / sqrt(greatest(1, bit_count(p | n)) * greatest(1, $9::int))
+      CASE WHEN length(signs) = length($7::varbit)
+        THEN (bit_count(signs & $7::varbit) - bit_count(signs & $8::varbit))::float8 / sqrt(greatest(1, bit_count(signs)) * greatest(1, $9::int))
       END AS estimate
     FROM pool
   ) AS scored
@@ -163,8 +187,8 @@ export const searchRepo = {
       p.propertyId === null,
       p.kinds,
       p.vector?.model ?? null,
-      p.vector?.positive ?? '0',
-      p.vector?.negative ?? '0',
+      p.vector?.sketch ?? '0',
+      p.vector?.swapped ?? '0',
       p.vector?.nonZero ?? 0,
       p.weights.keyword,
       p.vector ? p.weights.vector : 0,
@@ -173,6 +197,7 @@ export const searchRepo = {
       VECTOR_SCAN_LIMIT,
       RESCORED,
       p.vector ? `{${p.vector.values.join(',')}}` : '{}',
+      ANY_WORD_LIMIT,
     ]);
     return rows.map((row) => ({ ...row, score: Number(row.score) }));
   },

@@ -35,8 +35,12 @@ const WEIGHTS: Record<SearchMode, { keyword: number; vector: number }> = {
   vector: { keyword: 0, vector: 1 },
 };
 
-/** A vector's ternary sign sketch as the bit strings SQL reads as varbit (knowledge_embedding_signs). */
-export function signSketch(vector: readonly number[]): { positive: string; negative: string; nonZero: number } {
+/**
+ * A vector's ternary sign sketch as SQL's knowledge_embedding_signs writes it (positive bits, then negative
+ * bits), and the same with its halves swapped: a chunk's sketch AND the first counts agreeing signs, AND the
+ * second disagreeing ones.
+ */
+export function signSketch(vector: readonly number[]): { sketch: string; swapped: string; nonZero: number } {
   let positive = '';
   let negative = '';
   let nonZero = 0;
@@ -45,7 +49,7 @@ export function signSketch(vector: readonly number[]): { positive: string; negat
     negative += v < 0 ? '1' : '0';
     if (v !== 0) nonZero += 1;
   }
-  return { positive, negative, nonZero };
+  return { sketch: positive + negative, swapped: negative + positive, nonZero };
 }
 
 export interface SearchDeps {
@@ -86,7 +90,7 @@ export async function searchKnowledge(deps: SearchDeps, ctx: Ctx, input: SearchI
  * The question's vector sketch. An embeddings endpoint that fails leaves the keyword side to answer alone:
  * a search that answers from keywords is better than none while the endpoint is down.
  */
-async function embedQuery(deps: SearchDeps, query: string): Promise<{ model: string; positive: string; negative: string; nonZero: number; values: number[] } | undefined> {
+async function embedQuery(deps: SearchDeps, query: string): Promise<{ model: string; sketch: string; swapped: string; nonZero: number; values: number[] } | undefined> {
   try {
     const [vector] = await deps.embedder.embed([query]);
     return vector ? { model: deps.embedder.model, values: vector, ...signSketch(vector) } : undefined;
