@@ -2,7 +2,7 @@ import type { Queryable } from '../../db/driver.js';
 import type { SourceKind } from '../repo.js';
 
 /** How many passages each side ranks before fusion. */
-export const SIDE_DEPTH = 100;
+export const SIDE_DEPTH = 50;
 /**
  * Up to this many chunks in the tenant, the vector side scores every visible chunk; past it, only the keyword
  * side's passages (it re-ranks them). A hotel's knowledge is a few hundred chunks; a scan of a large tenant's
@@ -19,7 +19,7 @@ export const RESCORED = 20;
  * on a large knowledge base a common word is in tens of thousands of chunks, and ranking them all is the cost
  * of a search. A knowledge base of a few thousand chunks is ranked whole.
  */
-export const ANY_WORD_LIMIT = 1000;
+export const ANY_WORD_LIMIT = 500;
 
 export interface SearchParams {
   tenantId: string;
@@ -65,9 +65,8 @@ const VISIBLE = `
  * Hybrid search in one statement, the same on PostgreSQL and PGlite.
  * Keyword side: the question's words as english and as spanish lexemes (to_tsvector drops each language's
  * stop words and stems the rest). Candidates through the GIN index: the chunks holding every word of the
- * question in one of the languages when there are at least as many as the side ranks (a large knowledge base),
- * else the chunks holding any of its words (a guest writes a sentence, not a list of words every passage must
- * hold). The best candidates by ts_rank_cd are ranked again by a BM25-like
+ * question in one of the languages when there are at least as many as the answer asks for, else the chunks
+ * holding any of its words (a guest writes a sentence, not a list of words every passage must hold). The best candidates by ts_rank_cd are ranked again by a BM25-like
  * sum over the question's lexemes of idf × ts_rank, the idf taken among those candidates, so that a rare word
  * of the question ("sauna") outweighs a common one ("time"). A question with no lexeme left in english or none
  * in spanish (only stop words of either, punctuation, emoji) finds nothing on either side.
@@ -106,13 +105,13 @@ strict AS (
   LIMIT 2 * $13
 ),
 candidates AS (
-  SELECT * FROM strict WHERE (SELECT count(*) FROM strict) >= $13
+  SELECT * FROM strict WHERE (SELECT count(*) FROM strict) >= $12
   UNION ALL
   (SELECT m.source_id, m.seq, m.search_vector
    FROM (
      SELECT c.source_id, c.seq, c.search_vector
      FROM q CROSS JOIN knowledge_chunks c ${VISIBLE}
-       AND q.meaningful AND c.search_vector @@ q.any_word AND (SELECT count(*) FROM strict) < $13
+       AND q.meaningful AND c.search_vector @@ q.any_word AND (SELECT count(*) FROM strict) < $12
      LIMIT $17
    ) AS m CROSS JOIN q
    ORDER BY ts_rank_cd(m.search_vector, q.any_word) DESC, m.source_id, m.seq
