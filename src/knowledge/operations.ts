@@ -76,7 +76,7 @@ export const knowledgeOperations = [
       request: { query: 'What time can I check in?', limit: 3 },
       response: { results: [{ sourceId: source.sourceId, title: source.title, text: source.text, score: 1, updatedAt: at }] },
     },
-    handler: (s, ctx, input) => s.knowledge.search(ctx, input),
+    handler: (s: KnowledgeOperationServices, ctx, input) => s.knowledge.search(ctx, input),
   }),
   defineOperation({
     ...common,
