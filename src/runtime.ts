@@ -20,6 +20,7 @@ import { WhatsAppCloudProvider } from './messaging/providers/whatsapp.js';
 import type { ChannelProvider } from './messaging/providers/types.js';
 import type { Resolver } from './net/guard.js';
 import { registerKnowledgeJobs } from './knowledge/jobs.js';
+import { createEmbedder } from './knowledge/crawler/worker.js';
 import { GuardedFetcher } from './knowledge/fetch.js';
 import { createCrawlWorker } from './knowledge/crawler/worker.js';
 import { RateLimiter, type KeyRateLimit } from './http/rate-limit.js';
@@ -123,7 +124,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     registerSendPipeline(runner, { db, provider, counters }),
     registerAutomation(runner, { db, sender: services.followUpSender, intervalMs: config.crmAutomationIntervalMs }),
     registerPreCheckin(runner, { db, reservations: services.reservations }),
-    registerKnowledgeJobs(runner, { db, blobs: services.blobs, fetcher: knowledgeFetcher }),
+    registerKnowledgeJobs(runner, { db, blobs: services.blobs, fetcher: knowledgeFetcher, embedder: createEmbedder(config) }),
     createCrawlWorker(runner, db, config, options.resolver, counters),
   ];
   const dispatcher = new WebhookDispatcher(db, clock, log.child({ component: 'webhooks' }), {

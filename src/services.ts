@@ -20,6 +20,7 @@ import { KnowledgeService } from './knowledge/service.js';
 import { AssetService } from './knowledge/assets.js';
 import { createBlobStore, type BlobStore } from './knowledge/blob-store.js';
 import { CrawlService } from './knowledge/crawler/service.js';
+import { createEmbedder } from './knowledge/crawler/worker.js';
 import { WebhookService } from './webhooks/service.js';
 import type { Resolver } from './net/guard.js';
 import { EventService } from './events/service.js';
@@ -78,7 +79,7 @@ export function createServices(deps: { config: Config; db: Db; clock: Clock; key
     followUpSender: new FollowUpSender(db, clock, outbound, log.child({ component: 'crm' })),
     reservations: new ReservationService({ db, clock, cursors, outbound, log, preCheckinDays: config.lifecyclePreCheckinDays }),
     blobs,
-    knowledge: new KnowledgeService(db, clock, cursors, blobs, config.allowPrivateDestinations),
+    knowledge: new KnowledgeService(db, clock, cursors, blobs, config.allowPrivateDestinations, createEmbedder(config)),
     knowledgeAssets: new AssetService(db, clock, blobs, keyring.signingKey),
     crawls: new CrawlService(db, clock, config.allowPrivateDestinations),
   };

@@ -143,7 +143,8 @@ test('MCP offers one tool per operation, with the same input, output and truthfu
     const expected = [op.params, op.query, op.body].flatMap((part) => Object.keys(part?.properties ?? {}));
     if (op.idempotency) expected.push('idempotencyKey');
     assert.deepEqual(Object.keys(tool.inputSchema.properties ?? {}).sort(), expected.sort(), `${op.operationId}: input fields`);
-    assert.equal(tool.annotations?.readOnlyHint, op.method === 'GET', `${op.operationId}: readOnlyHint`);
+    // Reads are read-only; a POST is only when it says so (a search).
+    assert.equal(tool.annotations?.readOnlyHint, op.method === 'GET' || op.operationId === 'searchKnowledge', `${op.operationId}: readOnlyHint`);
     assert.equal(tool.annotations?.destructiveHint, op.destructive, `${op.operationId}: destructiveHint`);
     assert.equal(tool.annotations?.idempotentHint, op.idempotent, `${op.operationId}: idempotentHint`);
     if (op.method === 'DELETE') assert.equal(tool.annotations?.destructiveHint, true);

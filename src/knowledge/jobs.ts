@@ -8,11 +8,14 @@ import { ExtractionError, baseType, detectFormat, extractText } from './extract.
 import { FetchFailure, type GuardedFetcher } from './fetch.js';
 import { sourceRepo, type SourceRow } from './repo.js';
 import type { JobWorker } from '../jobs/worker.js';
+import type { Embedder } from './crawler/embedder.js';
 
 export interface KnowledgeJobDeps {
   db: Db;
   blobs: BlobStore;
   fetcher: GuardedFetcher;
+  /** Embeds the chunks, as the crawler does, so that the search's vector side finds every kind of source. */
+  embedder: Embedder;
 }
 
 /** A fetched page's text as UTF-8: pages that declare another charset are transcoded first. */
@@ -72,13 +75,32 @@ async function ingest(deps: KnowledgeJobDeps, job: ClaimedJob<typeof TASK_INGEST
     return;
   }
   const chunks = await chunkText(text);
+  const vectors = await embedChunks(deps.embedder, chunks.map((c) => c.text), job, ctx);
   await db.transaction(async (tx) => {
     if (await sourceRepo.get(tx, tenantId, source.id, true)) {
-      await sourceRepo.storeChunks(tx, { id: source.id, tenantId }, chunks, { preview: previewOf(text), now: ctx.clock.now() });
+      await sourceRepo.storeChunks(tx, { id: source.id, tenantId }, chunks, { preview: previewOf(text), now: ctx.clock.now(), vectors });
     }
     await ctx.completeIn(tx);
   });
   ctx.log.debug({ sourceId: source.id, chunks: chunks.length }, 'source ingested');
+}
+
+/**
+ * The chunks' vectors, a batch at a time. An embeddings endpoint still failing at the job's last attempt leaves
+ * the chunks without vectors (keyword search still finds them) rather than the source without its text.
+ */
+async function embedChunks(embedder: Embedder, texts: string[], job: ClaimedJob<typeof TASK_INGEST>, ctx: JobContext): Promise<{ model: string; vectors: number[][] } | undefined> {
+  try {
+    const vectors: number[][] = [];
+    for (let start = 0; start < texts.length; start += embedder.batchSize) {
+      vectors.push(...(await embedder.embed(texts.slice(start, start + embedder.batchSize), ctx.signal)));
+    }
+    return { model: embedder.model, vectors };
+  } catch (error) {
+    if (job.attempts < job.maxAttempts) throw error;
+    ctx.log.warn({ sourceId: job.payload.sourceId, reason: describe(error) }, 'chunks stored without vectors: embedding failed');
+    return undefined;
+  }
 }
 
 /** knowledge.validate-asset: sniffs the stored bytes and records ready / unsupported / blocked / failed with findings. */

@@ -121,15 +121,27 @@ export const sourceRepo = {
   },
 
   /** Replaces a source's chunks and records the ingestion result, in the caller's transaction. */
-  async storeChunks(db: Queryable, source: { id: string; tenantId: string }, chunks: Chunk[], result: { preview: string | null; now: Date }): Promise<void> {
+  async storeChunks(
+    db: Queryable,
+    source: { id: string; tenantId: string },
+    chunks: Chunk[],
+    result: { preview: string | null; now: Date; vectors?: { model: string; vectors: number[][] } },
+  ): Promise<void> {
     await db.query('DELETE FROM knowledge_chunks WHERE source_id = $1 AND tenant_id = $2', [source.id, source.tenantId]);
     const batch = 1000;
+    const embedded = result.vectors;
     for (let start = 0; start < chunks.length; start += batch) {
       const slice = chunks.slice(start, start + batch);
+      // Vectors travel as array literals ("{0.1,-0.2}"): unnest cannot split a 2-D array into rows of 1-D arrays.
+      const vectors = slice.map((_, i) => {
+        const vector = embedded?.vectors[start + i];
+        return vector ? `{${vector.join(',')}}` : null;
+      });
       await db.query(
-        `INSERT INTO knowledge_chunks (source_id, seq, tenant_id, text, tokens)
-         SELECT $1, seq, $2, text, tokens FROM unnest($3::int[], $4::text[], $5::int[]) AS c (seq, text, tokens)`,
-        [source.id, source.tenantId, slice.map((_, i) => start + i), slice.map((c) => c.text), slice.map((c) => c.tokens)],
+        `INSERT INTO knowledge_chunks (source_id, seq, tenant_id, text, tokens, embedding, embedding_model)
+         SELECT $1, seq, $2, text, tokens, vector::real[], CASE WHEN vector IS NULL THEN NULL ELSE $6 END
+         FROM unnest($3::int[], $4::text[], $5::int[], $7::text[]) AS c (seq, text, tokens, vector)`,
+        [source.id, source.tenantId, slice.map((_, i) => start + i), slice.map((c) => c.text), slice.map((c) => c.tokens), embedded?.model ?? null, vectors],
       );
     }
     await db.query(

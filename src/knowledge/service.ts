@@ -16,6 +16,9 @@ import { sourceView, websiteView } from './views.js';
 import { websiteRepo, type PageRow } from './website-repo.js';
 import { crawlRepo } from './crawler/crawl-repo.js';
 import { crawlJobView } from './crawler/view.js';
+import type { Embedder } from './crawler/embedder.js';
+import type { SearchBody } from './search/schema.js';
+import { searchKnowledge } from './search/search.js';
 
 type CreateSourceInput = Static<typeof CreateSourceBody>;
 
@@ -39,7 +42,14 @@ export class KnowledgeService {
     private readonly cursors: Cursors,
     private readonly blobs: BlobStore,
     private readonly allowPrivateDestinations: boolean,
+    /** Embeds questions for the search's vector side: the embedder the chunks were embedded with. */
+    private readonly embedder: Embedder,
   ) {}
+
+  /** POST /knowledge/search: the passages that answer a question, best first (decisions 7.5). */
+  async search(ctx: Ctx, input: Static<typeof SearchBody>) {
+    return searchKnowledge({ db: this.db, embedder: this.embedder }, ctx, input);
+  }
 
   /** Creates a text, url or file source (inactive when `active` is false) and queues its ingestion in the same transaction. */
   async createSource(ctx: Ctx, input: CreateSourceInput) {

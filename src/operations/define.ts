@@ -98,8 +98,8 @@ export interface OperationSpec<S, P extends TObject, Q extends TObject, B extend
   /** Not in the spec's contract: an addition of ours (`x-extension`). */
   extension?: boolean;
   idempotency?: I;
-  /** MCP hints. Reads are read-only; DELETE, revocations and sends are destructive. */
-  hints?: { destructive?: boolean; idempotent?: boolean; openWorld?: boolean };
+  /** MCP hints. Reads are read-only (a POST that only reads, such as a search, says so); DELETE, revocations and sends are destructive. */
+  hints?: { readOnly?: boolean; destructive?: boolean; idempotent?: boolean; openWorld?: boolean };
   bodyLimit?: number;
   handler: (services: S, ctx: Ctx, input: InputOf<P, Q, B, I>) => Promise<Static<R> | Replayable<Static<R>> | JsonText<Static<R>>>;
 }
@@ -214,7 +214,7 @@ export function defineOperation<S, P extends TObject, Q extends TObject, B exten
     };
   }
   const handler = spec.handler;
-  const readOnly = spec.method === 'GET';
+  const readOnly = spec.hints?.readOnly ?? spec.method === 'GET';
   return {
     ...shape,
     surface: 'public',

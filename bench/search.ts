@@ -1,0 +1,278 @@
+/**
+ * Knowledge search scenario (issue 44).
+ * (a) Quality: the fixture hotel website (test/fixtures/hotel-site, English and Spanish) crawled by the real
+ *     crawler into a fresh server, then every guest question of questions.json asked keyword-only, vector-only
+ *     and hybrid: recall@1, recall@5 and MRR of the page that answers it.
+ * (b) Load (PostgreSQL only): one tenant with 100,000 chunks among 1,000,000 (seeded by SQL, with vectors);
+ *     the hybrid search at 16 connections against a bare `ORDER BY ts_rank … LIMIT 5` over the same tenant's
+ *     chunks, and how long the tenant's chunks take to index.
+ *   node --import tsx bench/search.ts [--db pglite|postgres] [--quick]
+ * `runSearch()` is what `npm run bench -- --only search` calls.
+ */
+import pino from 'pino';
+import { pathToFileURL } from 'node:url';
+import { loadConfig } from '../src/config.js';
+import { systemCtx } from '../src/context.js';
+import { openDb, type Db } from '../src/db/driver.js';
+import { migrate } from '../src/db/migrate.js';
+import { createRuntime, type Runtime } from '../src/runtime.js';
+import { LocalEmbedder } from '../src/knowledge/crawler/embedder.js';
+import { searchKnowledge, type SearchMode } from '../src/knowledge/search/search.js';
+import { HOTEL_PAGES, hotelQuestions, startHotelSite } from '../test/fixtures/hotel-site/site.js';
+import { fmt, log, printTable, round, sleep, type DbKind } from './lib.js';
+import { detectPostgres, dropSchemas, newSchema } from './procs.js';
+
+export interface QualityRow {
+  mode: SearchMode;
+  questions: number;
+  recallAt1: number;
+  recallAt5: number;
+  mrr: number;
+  /** The questions whose page was not in the top 5. */
+  misses: string[];
+}
+
+export interface SearchLoad {
+  what: string;
+  connections: number;
+  qps: number;
+  p50Ms: number;
+  p99Ms: number;
+}
+
+export interface SearchResult {
+  db: DbKind;
+  pages: number;
+  chunks: number;
+  quality: QualityRow[];
+  load?: {
+    tenantChunks: number;
+    totalChunks: number;
+    /** Inserting the tenant's chunks, their generated tsvector and sketches included. */
+    tenantInsertSeconds: number;
+    /** CREATE INDEX of the GIN full-text index over the tenant's chunks. */
+    tenantIndexSeconds: number;
+    hybrid: SearchLoad;
+    bare: SearchLoad;
+    ratio: number;
+  };
+}
+
+const ADMIN_TOKEN = 'bench-search-admin';
+
+async function inject<T>(runtime: Runtime, method: string, url: string, token: string, body?: unknown): Promise<T> {
+  const res = await runtime.app.inject({ method: method as 'GET', url, headers: { authorization: `Bearer ${token}` }, ...(body === undefined ? {} : { payload: body as Record<string, unknown> }) });
+  if (res.statusCode >= 300) throw new Error(`${method} ${url}: ${res.statusCode} ${res.body}`);
+  return res.json() as T;
+}
+
+/** Crawls the hotel site into a fresh server and scores the three modes on every question. */
+async function quality(db: DbKind, postgresUrl: string | undefined): Promise<Pick<SearchResult, 'pages' | 'chunks' | 'quality'>> {
+  const site = await startHotelSite();
+  const database = db === 'postgres' && postgresUrl ? { DATABASE_URL: postgresUrl, DATABASE_SCHEMA: newSchema(postgresUrl) } : { DATA_DIR: 'memory://' };
+  const config = loadConfig({ ADMIN_TOKEN, UNSAFE_ALLOW_PRIVATE_DESTINATIONS: 'true', JOB_POLL_INTERVAL_MS: '50', RATE_LIMIT_RPS: '100000', RATE_LIMIT_BURST: '100000', ...database }, []);
+  const runtime = await createRuntime(config, { logger: pino({ level: 'silent' }) });
+  await runtime.startWorkers();
+  try {
+    const tenant = await inject<{ tenantId: string }>(runtime, 'POST', '/admin/v1/tenants', ADMIN_TOKEN, { name: 'Hotel Marea Alta' });
+    const { key } = await inject<{ key: string }>(runtime, 'POST', `/admin/v1/tenants/${tenant.tenantId}/api-keys`, ADMIN_TOKEN, { name: 'bench', scopes: ['knowledge:write'] });
+    const started = await inject<{ job: { jobId: string } }>(runtime, 'POST', '/m2m/v1/knowledge/url/crawl', key, { rootUrl: `${site.origin}/en/`, crawlDepth: 3, maxPages: 100 });
+    let job: { status: string; chunks?: number; snapshotPages?: number } = { status: 'queued' };
+    for (const deadline = Date.now() + 120_000; job.status !== 'completed' && job.status !== 'failed'; await sleep(100)) {
+      if (Date.now() > deadline) throw new Error('the hotel site crawl did not finish within 120 s');
+      job = (await inject<{ job: typeof job }>(runtime, 'GET', `/m2m/v1/knowledge/url/crawl/${started.job.jobId}`, key)).job;
+    }
+    if (job.status !== 'completed') throw new Error(`the hotel site crawl failed: ${JSON.stringify(job)}`);
+    log(`  crawled ${job.snapshotPages} pages of ${HOTEL_PAGES.length}, ${job.chunks} chunks`);
+    const deps = { db: runtime.services.db, embedder: new LocalEmbedder() };
+    const ctx = systemCtx(tenant.tenantId);
+    const questions = hotelQuestions();
+    const rows: QualityRow[] = [];
+    for (const mode of ['keyword', 'vector', 'hybrid'] as const) {
+      let at1 = 0;
+      let at5 = 0;
+      let reciprocal = 0;
+      const misses: string[] = [];
+      for (const q of questions) {
+        const { results } = await searchKnowledge(deps, ctx, { query: q.question, limit: 5 }, mode);
+        const rank = results.findIndex((r) => r.url !== undefined && new URL(r.url).pathname === q.page) + 1;
+        if (rank === 1) at1 += 1;
+        if (rank >= 1) {
+          at5 += 1;
+          reciprocal += 1 / rank;
+        } else misses.push(q.question);
+      }
+      const n = questions.length;
+      rows.push({ mode, questions: n, recallAt1: round(at1 / n, 3), recallAt5: round(at5 / n, 3), mrr: round(reciprocal / n, 3), misses });
+    }
+    return { pages: job.snapshotPages ?? 0, chunks: job.chunks ?? 0, quality: rows };
+  } finally {
+    await runtime.close();
+    await site.close();
+  }
+}
+
+const HOTEL_WORDS = ('breakfast terrace pool suite ocean view booking reception parking garden spa dinner menu wine tour beach towel ' +
+  'checkout family room balcony quiet floor elevator airport shuttle transfer price season offer discount guest review ' +
+  'lobby bar coffee fitness sauna massage yoga kids club pets dog allowed wifi desk concierge luggage storage laundry iron safe ' +
+  'time served morning evening car bring late early children hotel open night').split(' ');
+const STOP_WORDS = 'the and of to in for with our is you are can at on from'.split(' ');
+
+/**
+ * The seeded chunks' vocabulary, most frequent first: English stop words (so chunks are detected as English),
+ * then 6,000 made-up words with the hotel's words spread among them; words are drawn with a Zipf-like law
+ * (index = vocabulary size ^ random), so a hotel word is in a few percent of the chunks, as on a real site.
+ */
+export function vocabulary(): string[] {
+  let state = 7;
+  const random = () => (state = (state * 1103515245 + 12345) % 2147483648) / 2147483648;
+  const syllables = ['ba', 'ri', 'to', 'mel', 'san', 'qua', 'ver', 'lo', 'den', 'ix', 'po', 'rha', 'tur', 'ni', 'gal', 'esh', 'mo', 'cu', 'fra', 'zin'];
+  const words = Array.from({ length: 6000 }, (_, i) => {
+    let word = '';
+    for (let n = 2 + (i % 3); n > 0; n -= 1) word += syllables[Math.floor(random() * syllables.length)];
+    return word;
+  });
+  HOTEL_WORDS.forEach((word, i) => words.splice(Math.floor(20 * 100 ** (i / HOTEL_WORDS.length)), 0, word));
+  return [...STOP_WORDS, ...words];
+}
+
+const LOAD_QUERIES = [
+  'What time is breakfast served?',
+  'is there parking for my car',
+  'can I bring my dog',
+  'airport shuttle price',
+  '¿A qué hora es el desayuno?',
+  'late checkout',
+  'sauna and massage in the spa',
+  'wifi in the room',
+  '¿Hay piscina para niños?',
+  'luggage storage after checkout',
+];
+
+/**
+ * Chunk text by SQL: 60–120 words drawn from `vocabulary()`. Vectors: 256 random components (the local
+ * embedder's size), so the sketches are as dense as a long chunk's.
+ */
+const SEED_SOURCES = `
+  INSERT INTO knowledge_sources (id, tenant_id, kind, title, active, chunk_count, tokens, created_at, updated_at)
+  SELECT $1 || '_' || i, $2, 'text', 'Seeded ' || i, true, 10, 1000, now(), now() FROM generate_series(1, $3::int) AS i`;
+const SEED_CHUNKS = `
+  INSERT INTO knowledge_chunks (source_id, seq, tenant_id, text, tokens, embedding, embedding_model)
+  SELECT $1 || '_' || (1 + (i - 1) / 10), (i - 1) % 10, $2,
+         (SELECT string_agg(($3::text[])[floor(power(array_length($3::text[], 1), random()))::int], ' ') FROM generate_series(1, 60 + (i % 60)) AS w WHERE i > 0),
+         100,
+         (SELECT array_agg((random() - 0.5)::real) FROM generate_series(1, 256) AS d WHERE i > 0),
+         'local-hash-256'
+  FROM generate_series($4::int, $5::int) AS i`;
+
+export async function seedTenant(db: Db, tenantId: string, chunks: number, words: string[]): Promise<void> {
+  await db.query(`INSERT INTO tenants (id, name, created_at, updated_at) VALUES ($1, $1, now(), now()) ON CONFLICT DO NOTHING`, [tenantId]);
+  const prefix = `ks_${tenantId}`;
+  await db.query(SEED_SOURCES, [prefix, tenantId, Math.ceil(chunks / 10)]);
+  for (let start = 1; start <= chunks; start += 20_000) {
+    await db.query(SEED_CHUNKS, [prefix, tenantId, words, start, Math.min(chunks, start + 19_999)]);
+  }
+}
+
+/** `connections` loops running `run` for `seconds`; latencies of every call. */
+async function drive(what: string, connections: number, seconds: number, run: (i: number) => Promise<unknown>): Promise<SearchLoad> {
+  const latencies: number[] = [];
+  const end = Date.now() + seconds * 1000;
+  let counter = 0;
+  await Promise.all(
+    Array.from({ length: connections }, async () => {
+      while (Date.now() < end) {
+        const t = performance.now();
+        await run(counter++);
+        latencies.push(performance.now() - t);
+      }
+    }),
+  );
+  latencies.sort((a, b) => a - b);
+  const at = (p: number) => round(latencies[Math.min(latencies.length - 1, Math.ceil((p / 100) * latencies.length) - 1)] ?? Number.NaN, 1);
+  const load = { what, connections, qps: round(latencies.length / seconds), p50Ms: at(50), p99Ms: at(99) };
+  log(`  ${what}: ${fmt(load.qps)} q/s, p50 ${load.p50Ms} ms, p99 ${load.p99Ms} ms`);
+  return load;
+}
+
+async function load(postgresUrl: string, quick: boolean): Promise<NonNullable<SearchResult['load']>> {
+  const tenantChunks = quick ? 20_000 : 100_000;
+  const totalChunks = quick ? 100_000 : 1_000_000;
+  const schema = newSchema(postgresUrl);
+  const db = await openDb({ databaseUrl: postgresUrl, schema, dataDir: '', poolSize: 17 });
+  try {
+    await migrate(db);
+    await db.query('DROP INDEX knowledge_chunks_search');
+    let t = performance.now();
+    const words = vocabulary();
+    await seedTenant(db, 'tn_search', tenantChunks, words);
+    const tenantInsertSeconds = round((performance.now() - t) / 1000, 1);
+    t = performance.now();
+    await db.query('CREATE INDEX knowledge_chunks_search ON knowledge_chunks USING gin (search_vector)');
+    const tenantIndexSeconds = round((performance.now() - t) / 1000, 1);
+    log(`  ${tenantChunks} chunks: inserted in ${tenantInsertSeconds} s, full-text index built in ${tenantIndexSeconds} s`);
+    const others = 9;
+    for (let i = 1; i <= others; i += 1) await seedTenant(db, `tn_other${i}`, Math.floor((totalChunks - tenantChunks) / others), words);
+    await db.query('ANALYZE');
+    log(`  seeded ${totalChunks} chunks across ${others + 1} tenants`);
+    const deps = { db, embedder: new LocalEmbedder() };
+    const ctx = systemCtx('tn_search');
+    const bare = `SELECT c.source_id, c.seq FROM knowledge_chunks c
+      WHERE c.tenant_id = $1 AND c.search_vector @@ websearch_to_tsquery('english', $2)
+      ORDER BY ts_rank(c.search_vector, websearch_to_tsquery('english', $2)) DESC LIMIT 5`;
+    const seconds = quick ? 10 : 30;
+    const hybridRun = (i: number) => searchKnowledge(deps, ctx, { query: LOAD_QUERIES[i % LOAD_QUERIES.length], limit: 5 });
+    const bareRun = (i: number) => db.query(bare, ['tn_search', LOAD_QUERIES[i % LOAD_QUERIES.length]]);
+    await drive('warm-up', 16, 3, hybridRun);
+    const hybrid = await drive('hybrid search', 16, seconds, hybridRun);
+    await drive('warm-up', 16, 3, bareRun);
+    const bareLoad = await drive('bare ORDER BY ts_rank LIMIT 5', 16, seconds, bareRun);
+    return { tenantChunks, totalChunks, tenantInsertSeconds, tenantIndexSeconds, hybrid, bare: bareLoad, ratio: round(hybrid.qps / bareLoad.qps, 2) };
+  } finally {
+    await db.close();
+  }
+}
+
+export async function runSearch(db: DbKind, postgresUrl: string | undefined, quick: boolean): Promise<SearchResult> {
+  log(`search on ${db}: quality on the hotel site`);
+  const result: SearchResult = { db, ...(await quality(db, postgresUrl)) };
+  if (db === 'postgres' && postgresUrl) {
+    log('search on postgres: load');
+    result.load = await load(postgresUrl, quick);
+  }
+  return result;
+}
+
+export function printSearch(results: SearchResult[]): void {
+  for (const r of results) {
+    printTable(
+      `Knowledge search quality, ${r.db} (${r.pages} pages, ${r.chunks} chunks, ${r.quality[0]?.questions ?? 0} questions)`,
+      ['mode', 'recall@1', 'recall@5', 'MRR'],
+      r.quality.map((q) => [q.mode, fmt(q.recallAt1, 3), fmt(q.recallAt5, 3), fmt(q.mrr, 3)]),
+    );
+    const hybrid = r.quality.find((q) => q.mode === 'hybrid');
+    if (hybrid && hybrid.misses.length > 0) console.log(`  hybrid misses: ${hybrid.misses.join(' | ')}`);
+    if (r.load) {
+      const l = r.load;
+      printTable(
+        `Knowledge search load, postgres (${l.tenantChunks} chunks in the tenant, ${l.totalChunks} in all; insert ${l.tenantInsertSeconds} s, index ${l.tenantIndexSeconds} s)`,
+        ['query', 'connections', 'q/s', 'p50 ms', 'p99 ms'],
+        [l.hybrid, l.bare].map((x) => [x.what, String(x.connections), fmt(x.qps), fmt(x.p50Ms, 1), fmt(x.p99Ms, 1)]),
+      );
+      console.log(`  hybrid / bare throughput: ${l.ratio}`);
+    }
+  }
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const argv = process.argv.slice(2);
+  const dbArg = argv.includes('--db') ? argv[argv.indexOf('--db') + 1] : undefined;
+  const quick = argv.includes('--quick');
+  const postgresUrl = await detectPostgres();
+  const kind: DbKind = dbArg === 'pglite' || (!dbArg && !postgresUrl) ? 'pglite' : 'postgres';
+  try {
+    printSearch([await runSearch(kind, postgresUrl, quick)]);
+  } finally {
+    await dropSchemas();
+  }
+}

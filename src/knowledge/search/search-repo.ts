@@ -1,0 +1,203 @@
+import type { Queryable } from '../../db/driver.js';
+import type { SourceKind } from '../repo.js';
+
+/** How many passages each side ranks before fusion. */
+export const SIDE_DEPTH = 50;
+/**
+ * Up to this many chunks in the tenant, the vector side scores every visible chunk; past it, only the keyword
+ * side's passages (it re-ranks them). A hotel's knowledge is a few hundred chunks; a scan of a large tenant's
+ * chunks on every question is what the keyword side's index is there to avoid.
+ */
+export const VECTOR_SCAN_LIMIT = 2000;
+/**
+ * The vector side's passages by sketch estimate whose exact cosine is computed (a product of two real[] in SQL
+ * is a row per component, so it is kept to these).
+ */
+export const RESCORED = 20;
+/**
+ * At most this many chunks holding any word of the question are ranked (in no particular order beyond that):
+ * on a large knowledge base a common word is in tens of thousands of chunks, and ranking them all is the cost
+ * of a search. A knowledge base of a few thousand chunks is ranked whole.
+ */
+export const ANY_WORD_LIMIT = 500;
+
+export interface SearchParams {
+  tenantId: string;
+  query: string;
+  /** undefined: every property and global knowledge; null: global knowledge only; an id: that property's and global. */
+  propertyId: string | null | undefined;
+  kinds: readonly SourceKind[];
+  /** The query's vector sketch, of the embedder whose chunks it is compared with; absent: no vector side. */
+  vector?: { model: string; sketch: string; swapped: string; nonZero: number; values: readonly number[] };
+  weights: { keyword: number; vector: number };
+  limit: number;
+}
+
+export interface SearchRow {
+  score: number;
+  source_id: string;
+  kind: SourceKind;
+  website_id: string | null;
+  title: string | null;
+  url: string | null;
+  text: string;
+  updated_at: Date;
+}
+
+/**
+ * Which chunks a question may find, joined on `c` (knowledge_chunks) and `s` (its source): active sources of
+ * the kinds asked for, and a crawled page only while its website is active, its generation is the website's
+ * current one and the selection rules leave it enabled. Read on every search, so deactivating or deleting a
+ * source takes its chunks out of the very next answer. The scope of a page is its website's.
+ * $1 tenant, $3 property id or null, $4 global only, $5 kinds.
+ */
+const VISIBLE = `
+  JOIN knowledge_sources s ON s.id = c.source_id AND s.tenant_id = c.tenant_id
+  LEFT JOIN knowledge_websites w ON w.id = s.website_id AND w.tenant_id = s.tenant_id
+  LEFT JOIN knowledge_sources ws ON ws.id = w.source_id AND ws.tenant_id = w.tenant_id
+  WHERE c.tenant_id = $1 AND s.active AND s.kind = ANY ($5::text[])
+    AND (s.kind <> 'website_page' OR (s.enabled AND ws.active AND s.website_generation_id = w.current_generation_id))
+    AND CASE WHEN $4::boolean THEN (CASE WHEN s.kind = 'website_page' THEN ws.property_id ELSE s.property_id END) IS NULL
+             WHEN $3::text IS NULL THEN true
+             ELSE coalesce(CASE WHEN s.kind = 'website_page' THEN ws.property_id ELSE s.property_id END, $3::text) = $3::text END`;
+
+/**
+ * Hybrid search in one statement, the same on PostgreSQL and PGlite.
+ * Keyword side: the question's words as english and as spanish lexemes (to_tsvector drops each language's
+ * stop words and stems the rest). Candidates through the GIN index: the chunks holding every word of the
+ * question in one of the languages when there are at least as many as the answer asks for, else the chunks
+ * holding any of its words (a guest writes a sentence, not a list of words every passage must hold). The best candidates by ts_rank_cd are ranked again by a BM25-like
+ * sum over the question's lexemes of idf × ts_rank, the idf taken among those candidates, so that a rare word
+ * of the question ("sauna") outweighs a common one ("time"). A question with no lexeme left in english or none
+ * in spanish (only stop words of either, punctuation, emoji) finds nothing on either side.
+ * Vector side: chunks with a stored vector of the question's model, estimated by the cosine of their ternary
+ * sign sketches (bits where components are positive, bits where they are negative), the best of them scored by
+ * their exact cosine.
+ * Fusion: keyword weight × keyword score over the best keyword score + vector weight × cosine (both sides'
+ * strength counts, not only their order: a weak side moves little).
+ * $2 query, $6 model, $7 the question's sketch, $8 its halves swapped, $9 its non-zero count, $10 keyword weight,
+ * $11 vector weight, $12 limit, $13 side depth, $14 vector scan limit, $15 rescored, $16 query vector, $17 any-word limit.
+ */
+const SEARCH = `
+WITH lexemes AS (
+  SELECT 'english' AS cfg, lexeme FROM unnest(tsvector_to_array(to_tsvector('english', $2))) AS lexeme
+  UNION ALL
+  SELECT 'spanish', lexeme FROM unnest(tsvector_to_array(to_tsvector('spanish', $2))) AS lexeme
+),
+terms AS (
+  -- Each lexeme as a one-word tsquery: quoted, so that it is taken as it is, never parsed as an operator.
+  SELECT DISTINCT ('''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || '''')::tsquery AS tsq
+  FROM lexemes
+  WHERE (SELECT count(DISTINCT cfg) FROM lexemes) = 2
+),
+q AS (
+  SELECT (SELECT string_agg(tsq::text, ' | ') FROM terms)::tsquery AS any_word,
+         (SELECT string_agg('(' || words || ')', ' | ') FROM (
+            SELECT string_agg(DISTINCT ('''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || ''''), ' & ') AS words
+            FROM lexemes WHERE EXISTS (SELECT 1 FROM terms) GROUP BY cfg) AS per_language)::tsquery AS every_word,
+         EXISTS (SELECT 1 FROM terms) AS meaningful
+),
+strict AS (
+  SELECT c.source_id, c.seq, c.search_vector
+  FROM q CROSS JOIN knowledge_chunks c ${VISIBLE}
+    AND q.meaningful AND c.search_vector @@ q.every_word
+  ORDER BY ts_rank_cd(c.search_vector, q.every_word) DESC, c.source_id, c.seq
+  LIMIT 2 * $13
+),
+candidates AS (
+  SELECT * FROM strict WHERE (SELECT count(*) FROM strict) >= $12
+  UNION ALL
+  (SELECT m.source_id, m.seq, m.search_vector
+   FROM (
+     SELECT c.source_id, c.seq, c.search_vector
+     FROM q CROSS JOIN knowledge_chunks c ${VISIBLE}
+       AND q.meaningful AND c.search_vector @@ q.any_word AND (SELECT count(*) FROM strict) < $12
+     LIMIT $17
+   ) AS m CROSS JOIN q
+   ORDER BY ts_rank_cd(m.search_vector, q.any_word) DESC, m.source_id, m.seq
+   LIMIT 2 * $13)
+),
+rarity AS (
+  SELECT t.tsq, ln(1 + ((SELECT count(*) FROM candidates) - count(c.seq) + 0.5) / (count(c.seq) + 0.5)) AS idf
+  FROM terms t LEFT JOIN candidates c ON c.search_vector @@ t.tsq
+  GROUP BY t.tsq
+),
+keyword AS (
+  SELECT c.source_id, c.seq, sum(r.idf * ts_rank(c.search_vector, r.tsq)) AS score
+  FROM candidates c JOIN rarity r ON c.search_vector @@ r.tsq
+  GROUP BY c.source_id, c.seq
+  ORDER BY score DESC, c.source_id, c.seq
+  LIMIT $13
+),
+few AS (
+  SELECT count(*) <= $14 AS yes FROM (SELECT 1 FROM knowledge_chunks WHERE tenant_id = $1 LIMIT $14 + 1) AS x
+),
+pool AS (
+  SELECT c.source_id, c.seq, c.embedding_signs AS signs
+  FROM knowledge_chunks c ${VISIBLE}
+    AND (SELECT yes FROM few) AND (SELECT meaningful FROM q) AND c.embedding_model = $6::text
+  UNION ALL
+  SELECT c.source_id, c.seq, c.embedding_signs
+  FROM keyword k JOIN knowledge_chunks c ON c.source_id = k.source_id AND c.seq = k.seq
+  WHERE NOT (SELECT yes FROM few) AND c.embedding_model = $6::text
+),
+sketched AS (
+  SELECT source_id, seq
+  FROM (
+    SELECT source_id, seq,
+      CASE WHEN length(signs) = length($7::varbit)
+        THEN (bit_count(signs & $7::varbit) - bit_count(signs & $8::varbit))::float8 / sqrt(greatest(1, bit_count(signs)) * greatest(1, $9::int))
+      END AS estimate
+    FROM pool
+  ) AS scored
+  WHERE estimate > 0
+  ORDER BY estimate DESC, source_id, seq
+  LIMIT $15
+),
+vector AS (
+  SELECT c.source_id, c.seq,
+    (SELECT sum(a * b) / nullif(sqrt(sum(a * a) * sum(b * b)), 0) FROM unnest(c.embedding, $16::real[]) AS u (a, b)) AS sim
+  FROM sketched k JOIN knowledge_chunks c ON c.source_id = k.source_id AND c.seq = k.seq
+),
+fused AS (
+  SELECT source_id, seq, sum(part) AS score
+  FROM (
+    SELECT source_id, seq, $10::float8 * score / (SELECT max(score) FROM keyword) AS part FROM keyword
+    UNION ALL
+    SELECT source_id, seq, $11::float8 * sim FROM vector WHERE sim > 0
+  ) AS sides
+  GROUP BY source_id, seq
+  HAVING sum(part) > 0
+  ORDER BY score DESC, source_id, seq
+  LIMIT $12
+)
+SELECT f.score, s.id AS source_id, s.kind, s.website_id, s.title, coalesce(s.canonical_url, s.url) AS url, c.text, s.updated_at
+FROM fused f
+JOIN knowledge_chunks c ON c.source_id = f.source_id AND c.seq = f.seq
+JOIN knowledge_sources s ON s.id = c.source_id
+ORDER BY f.score DESC, f.source_id, f.seq`;
+
+export const searchRepo = {
+  async search(db: Queryable, p: SearchParams): Promise<SearchRow[]> {
+    const rows = await db.query<SearchRow>(SEARCH, [
+      p.tenantId,
+      p.query,
+      p.propertyId ?? null,
+      p.propertyId === null,
+      p.kinds,
+      p.vector?.model ?? null,
+      p.vector?.sketch ?? '0',
+      p.vector?.swapped ?? '0',
+      p.vector?.nonZero ?? 0,
+      p.weights.keyword,
+      p.vector ? p.weights.vector : 0,
+      p.limit,
+      SIDE_DEPTH,
+      VECTOR_SCAN_LIMIT,
+      RESCORED,
+      p.vector ? `{${p.vector.values.join(',')}}` : '{}',
+      ANY_WORD_LIMIT,
+    ]);
+    return rows.map((row) => ({ ...row, score: Number(row.score) }));
+  },
+};
