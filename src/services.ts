@@ -7,6 +7,7 @@ import { ApiKeyService } from './auth/keys.js';
 import { ChannelService } from './channels/service.js';
 import { ConversationService } from './conversations/service.js';
 import { InboxService } from './conversations/inbox.js';
+import { ContactService } from './conversations/contacts.js';
 import { ConversationContentService } from './conversations/content.js';
 import { ReplyService } from './messaging/reply.js';
 import { Cursors } from './platform/cursor.js';
@@ -14,6 +15,7 @@ import { MessagingService } from './messaging/service.js';
 import { OutboundQueue } from './messaging/outbound.js';
 import { CrmService } from './crm/service.js';
 import { FollowUpSender } from './crm/send.js';
+import { SalesService } from './crm/sales.js';
 import { ReservationService } from './reservations/service.js';
 import { TenantService } from './tenants/service.js';
 import { KnowledgeService } from './knowledge/service.js';
@@ -39,12 +41,14 @@ export interface Services {
   events: EventService;
   conversations: ConversationService;
   inbox: InboxService;
+  contacts: ContactService;
   conversationContent: ConversationContentService;
   replies: ReplyService;
   messaging: MessagingService;
   outbound: OutboundQueue;
   crm: CrmService;
   followUpSender: FollowUpSender;
+  sales: SalesService;
   reservations: ReservationService;
   blobs: BlobStore;
   knowledge: KnowledgeService;
@@ -65,16 +69,18 @@ export function createServices(deps: { config: Config; db: Db; clock: Clock; key
     cursors,
     tenants: new TenantService(db, clock),
     apiKeys,
-    channels: new ChannelService(db, clock),
+    channels: new ChannelService(db, clock, { provider: config.channelProvider }),
     webhooks,
     events: new EventService({ db, clock, cursors }),
     conversations: new ConversationService(db, clock, cursors),
     inbox: new InboxService(db, clock),
+    contacts: new ContactService(db, clock),
     conversationContent: new ConversationContentService(db, cursors),
     replies: new ReplyService(db, clock, outbound),
     messaging: new MessagingService(db, clock, outbound),
     outbound,
     crm: new CrmService(db, clock, cursors),
+    sales: new SalesService(db, cursors),
     followUpSender: new FollowUpSender(db, clock, outbound, log.child({ component: 'crm' })),
     reservations: new ReservationService({ db, clock, cursors, outbound, log, preCheckinDays: config.lifecyclePreCheckinDays }),
     blobs,

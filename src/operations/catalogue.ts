@@ -1,9 +1,12 @@
 import { provisioningAdminOperations } from '../admin/operations.js';
+import { channelOperations } from '../channels/operations.js';
 import { conversationAdminOperations } from '../conversations/admin-operations.js';
 import { conversationOperations } from '../conversations/operations.js';
+import { contactOperations } from '../conversations/contact-operations.js';
 import { conversationContentOperations } from '../conversations/message-operations.js';
 import { crmAdminOperations } from '../crm/admin-operations.js';
 import { crmOperations } from '../crm/operations.js';
+import { salesOperations } from '../crm/sales-operations.js';
 import { eventOperations } from '../events/operations.js';
 import { crawlOperations } from '../knowledge/crawler/operations.js';
 import { knowledgeAdminOperations } from '../knowledge/admin-operations.js';
@@ -21,8 +24,11 @@ const ENTRIES = [
   ...conversationOperations,
   ...conversationContentOperations,
   ...messagingOperations,
+  ...channelOperations,
+  ...contactOperations,
   ...reservationOperations,
   ...crmOperations,
+  ...salesOperations,
   ...knowledgeOperations,
   ...crawlOperations,
   ...provisioningAdminOperations,

@@ -5,7 +5,7 @@ import type { Scope, ScopeMode } from '../auth/scopes.js';
 import { Strict } from '../http/schemas.js';
 
 /** MCP toolsets, one per area of the API (decisions 6.1). */
-export const AREAS = ['conversations', 'messaging', 'reservations', 'crm', 'knowledge', 'webhooks', 'events'] as const;
+export const AREAS = ['conversations', 'messaging', 'reservations', 'crm', 'knowledge', 'webhooks', 'events', 'channels', 'contacts'] as const;
 export type Area = (typeof AREAS)[number];
 
 /**
@@ -89,6 +89,8 @@ export interface OperationSpec<S, P extends TObject, Q extends TObject, B extend
   query?: Q;
   body?: B;
   response: R;
+  /** Other success statuses the handler may answer (with `WithStatus`, as an upsert that created: 201); same body schema. */
+  alsoStatus?: readonly SuccessStatus[];
   /** Error statuses besides 400, 401, 403 and 429 (documented on every operation). */
   errors?: readonly number[];
   /** A request body example (operations with a body) and a response example. */
@@ -99,7 +101,7 @@ export interface OperationSpec<S, P extends TObject, Q extends TObject, B extend
   /** MCP hints. Reads are read-only; DELETE, revocations and sends are destructive. */
   hints?: { destructive?: boolean; idempotent?: boolean; openWorld?: boolean };
   bodyLimit?: number;
-  handler: (services: S, ctx: Ctx, input: InputOf<P, Q, B, I>) => Promise<Static<R> | Replayable<Static<R>> | JsonText<Static<R>>>;
+  handler: (services: S, ctx: Ctx, input: InputOf<P, Q, B, I>) => Promise<Static<R> | Replayable<Static<R>> | JsonText<Static<R>> | WithStatus<Static<R>>>;
 }
 
 /** An admin handler's input: path parameters (but the tenant, which is `ctx.tenantId`), query and body merged. */
@@ -216,7 +218,7 @@ export function defineOperation<S, P extends TObject, Q extends TObject, B exten
   return {
     ...shape,
     surface: 'public',
-    statuses: [spec.status],
+    statuses: [spec.status, ...(spec.alsoStatus ?? [])],
     sdk: spec.sdk,
     area: spec.area,
     tag: spec.tag,

@@ -46,6 +46,7 @@ function publicRouteSchema(operation: Operation): Record<string, unknown> {
     ...(operation.idempotency ? { headers: idempotencyHeaders(operation) } : {}),
     response: {
       [operation.status]: operation.status === 204 ? { type: 'null', description: 'No content' } : operation.response,
+      ...Object.fromEntries(operation.statuses.slice(1).map((status) => [status, operation.response])),
       ...errorResponses(...operation.errors),
     },
     'x-scopes': operation.scopes,
@@ -110,9 +111,10 @@ function publicHandler<S>(services: S & RouteServices, operation: Operation<S>):
     const result = await executeOperation(services, operation, ctx, inputOf(request), headerKey(request));
     if (result.replayed) reply.header('Idempotent-Replayed', 'true');
     if (operation.status === 204) return reply.status(204).send(null);
+    const status = result.status ?? operation.status;
     // The same bytes and content-type as the schema's serializer would give (Fastify sends a string as it is).
-    if (result.body instanceof JsonText) return reply.status(operation.status).type('application/json; charset=utf-8').send(result.body.text);
-    return reply.status(operation.status).send(result.body);
+    if (result.body instanceof JsonText) return reply.status(status).type('application/json; charset=utf-8').send(result.body.text);
+    return reply.status(status).send(result.body);
   };
 }
 
