@@ -8,6 +8,7 @@ import { ChannelService } from './channels/service.js';
 import { ConversationService } from './conversations/service.js';
 import { InboxService } from './conversations/inbox.js';
 import { ContactService } from './conversations/contacts.js';
+import { HandoffService } from './conversations/handoffs.js';
 import { ConversationContentService } from './conversations/content.js';
 import { ReplyService } from './messaging/reply.js';
 import { Cursors } from './platform/cursor.js';
@@ -17,6 +18,7 @@ import { CrmService } from './crm/service.js';
 import { FollowUpSender } from './crm/send.js';
 import { SalesService } from './crm/sales.js';
 import { ReservationService } from './reservations/service.js';
+import { ReservationHistoryService } from './reservations/history.js';
 import { TenantService } from './tenants/service.js';
 import { KnowledgeService } from './knowledge/service.js';
 import { AssetService } from './knowledge/assets.js';
@@ -42,6 +44,7 @@ export interface Services {
   conversations: ConversationService;
   inbox: InboxService;
   contacts: ContactService;
+  handoffs: HandoffService;
   conversationContent: ConversationContentService;
   replies: ReplyService;
   messaging: MessagingService;
@@ -50,6 +53,7 @@ export interface Services {
   followUpSender: FollowUpSender;
   sales: SalesService;
   reservations: ReservationService;
+  reservationHistory: ReservationHistoryService;
   blobs: BlobStore;
   knowledge: KnowledgeService;
   knowledgeAssets: AssetService;
@@ -75,6 +79,7 @@ export function createServices(deps: { config: Config; db: Db; clock: Clock; key
     conversations: new ConversationService(db, clock, cursors),
     inbox: new InboxService(db, clock),
     contacts: new ContactService(db, clock),
+    handoffs: new HandoffService(db, clock),
     conversationContent: new ConversationContentService(db, cursors),
     replies: new ReplyService(db, clock, outbound),
     messaging: new MessagingService(db, clock, outbound),
@@ -83,6 +88,7 @@ export function createServices(deps: { config: Config; db: Db; clock: Clock; key
     sales: new SalesService(db, cursors),
     followUpSender: new FollowUpSender(db, clock, outbound, log.child({ component: 'crm' })),
     reservations: new ReservationService({ db, clock, cursors, outbound, log, preCheckinDays: config.lifecyclePreCheckinDays }),
+    reservationHistory: new ReservationHistoryService(db, cursors),
     blobs,
     knowledge: new KnowledgeService(db, clock, cursors, blobs, config.allowPrivateDestinations),
     knowledgeAssets: new AssetService(db, clock, blobs, keyring.signingKey),

@@ -22,7 +22,7 @@ export const ListReservationsQuery = Type.Object(
   Strict,
 );
 
-const Attempt = Type.Object(
+export const Attempt = Type.Object(
   {
     createdAt: DateTime,
     lifecycleEventType: StringEnum(LIFECYCLE_EVENTS),
@@ -154,3 +154,45 @@ export const SyncBody = Type.Object(
 );
 
 export const IntegrationBody = Type.Object({ provider: StringEnum(['pms']), name: Type.String({ minLength: 1, maxLength: 160 }) }, Strict);
+
+const PageCursor = Type.Optional(Type.String({ minLength: 1, maxLength: 400, description: 'nextCursor of the previous page; keep the filters' }));
+
+export const AttemptsParams = Type.Object(
+  { integrationId: IntegrationId, providerReservationId: Type.String({ minLength: 1, maxLength: 500 }) },
+  Strict,
+);
+export const AttemptsQuery = Type.Object({ cursor: PageCursor }, Strict);
+
+export const AttemptList = Type.Object(
+  { attempts: Type.Array(Attempt, { maxItems: 20 }), pageSize: Type.Literal(20), hasNext: Type.Boolean(), nextCursor: Type.Optional(Type.String()) },
+  { additionalProperties: false },
+);
+
+export const ReceiptsQuery = Type.Object(
+  { integrationId: Type.Optional(IntegrationId), eventType: Type.Optional(StringEnum(LIFECYCLE_EVENTS)), cursor: PageCursor },
+  Strict,
+);
+
+export const ReceiptList = Type.Object(
+  {
+    receipts: Type.Array(
+      Type.Object(
+        {
+          integrationId: Type.String(),
+          providerReservationId: Type.String(),
+          lifecycleEventType: StringEnum(LIFECYCLE_EVENTS),
+          conversationId: Type.String(),
+          requestEventId: Type.String(),
+          status: StringEnum(['queued', 'sent', 'delivered', 'read', 'failed'], { description: 'The message request status; not proof of delivery until delivered' }),
+          createdAt: DateTime,
+        },
+        { additionalProperties: false },
+      ),
+      { maxItems: 20 },
+    ),
+    pageSize: Type.Literal(20),
+    hasNext: Type.Boolean(),
+    nextCursor: Type.Optional(Type.String()),
+  },
+  { additionalProperties: false },
+);
