@@ -35,7 +35,7 @@ export const salesOperations = [
     method: 'GET',
     path: '/crm/leads/{leadId}',
     summary: 'Read a sales lead',
-    description: 'One sales lead by id.',
+    description: 'One sales lead by id, with its phone and the conversation it came from (what createFollowUp needs).',
     scopes: ['crm:sales:read'],
     params: LeadParams,
     status: 200,
