@@ -134,6 +134,9 @@ export class CrmService {
         changes.draft_status = 'edited';
       }
       if (patch.dueAt !== undefined) {
+        if (patch.dueAt !== null && new Date(patch.dueAt).getTime() > row.expires_at.getTime()) {
+          throw invalid('body.dueAt', `must not be after the follow-up expires (expiresAt ${iso(row.expires_at)})`);
+        }
         changes.due_at = patch.dueAt === null ? null : new Date(patch.dueAt);
         changes.status = patch.dueAt === null ? 'pending' : 'scheduled';
       }

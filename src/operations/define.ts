@@ -97,6 +97,8 @@ export interface OperationSpec<S, P extends TObject, Q extends TObject, B extend
   examples: { request?: Static<B>; response?: Static<R> };
   /** Not in the spec's contract: an addition of ours (`x-extension`). */
   extension?: boolean;
+  /** More vendor fields of the OpenAPI operation (`x-event-scopes`). */
+  documentExtras?: Readonly<Record<`x-${string}`, unknown>>;
   idempotency?: I;
   /** MCP hints. Reads are read-only; DELETE, revocations and sends are destructive. */
   hints?: { destructive?: boolean; idempotent?: boolean; openWorld?: boolean };
@@ -157,6 +159,7 @@ export interface Operation<S = never> extends OperationIdentity, DeclaredOperati
   scopeMode: ScopeMode;
   examples: { request?: unknown; response?: unknown };
   extension: boolean;
+  documentExtras: Readonly<Record<`x-${string}`, unknown>>;
   idempotency: Idempotency | undefined;
   readOnly: boolean;
   destructive: boolean;
@@ -227,6 +230,7 @@ export function defineOperation<S, P extends TObject, Q extends TObject, B exten
     scopeMode: spec.scopeMode ?? 'all',
     examples: spec.examples,
     extension: spec.extension ?? false,
+    documentExtras: spec.documentExtras ?? {},
     idempotency: spec.idempotency,
     readOnly,
     destructive: spec.hints?.destructive ?? spec.method === 'DELETE',

@@ -47,11 +47,13 @@ function publicRouteSchema(operation: Operation): Record<string, unknown> {
     response: {
       [operation.status]: operation.status === 204 ? { type: 'null', description: 'No content' } : operation.response,
       ...Object.fromEntries(operation.statuses.slice(1).map((status) => [status, operation.response])),
-      ...errorResponses(...operation.errors),
+      // A body sent as anything but application/json is 415 M2M_UNSUPPORTED_MEDIA_TYPE.
+      ...errorResponses(...operation.errors, ...(operation.body ? [415] : [])),
     },
     'x-scopes': operation.scopes,
     ...(operation.scopeMode === 'any' ? { 'x-scopes-mode': 'any' } : {}),
     ...(operation.extension ? { 'x-extension': true } : {}),
+    ...operation.documentExtras,
   };
 }
 

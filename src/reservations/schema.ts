@@ -2,6 +2,9 @@ import { Type } from 'typebox';
 import { DateTime, Strict, StringEnum, nullable } from '../http/schemas.js';
 import { ATTEMPT_RESULTS, LIFECYCLE_EVENTS } from './lifecycle-types.js';
 
+/** The fixed page of 20 records: an integer in the document (Type.Literal would say number). */
+const PageSize = Type.Unsafe<20>({ type: 'integer', const: 20 });
+
 export const SORT_BY = ['check_in_date', 'booked_at'] as const;
 export const SORT_DIR = ['asc', 'desc'] as const;
 
@@ -87,7 +90,7 @@ export const ReservationList = Type.Object(
     availableSorts: Type.Array(
       Type.Object({ sortBy: StringEnum(SORT_BY), sortDir: StringEnum(SORT_DIR), label: Type.String() }, { additionalProperties: false }),
     ),
-    pageSize: Type.Literal(20),
+    pageSize: PageSize,
     hasNext: Type.Boolean(),
     nextCursor: Type.Optional(Type.String()),
   },
@@ -164,7 +167,7 @@ export const AttemptsParams = Type.Object(
 export const AttemptsQuery = Type.Object({ cursor: PageCursor }, Strict);
 
 export const AttemptList = Type.Object(
-  { attempts: Type.Array(Attempt, { maxItems: 20 }), pageSize: Type.Literal(20), hasNext: Type.Boolean(), nextCursor: Type.Optional(Type.String()) },
+  { attempts: Type.Array(Attempt, { maxItems: 20 }), pageSize: PageSize, hasNext: Type.Boolean(), nextCursor: Type.Optional(Type.String()) },
   { additionalProperties: false },
 );
 
@@ -190,7 +193,7 @@ export const ReceiptList = Type.Object(
       ),
       { maxItems: 20 },
     ),
-    pageSize: Type.Literal(20),
+    pageSize: PageSize,
     hasNext: Type.Boolean(),
     nextCursor: Type.Optional(Type.String()),
   },
