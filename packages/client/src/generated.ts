@@ -486,7 +486,7 @@ export type ListConversationsInput = {
   /** Dashboard contact search: name, phone digits or handle */
   contactQuery?: string;
   channel?: "all" | "whatsapp" | "instagram" | "messenger" | "webchat";
-  /** all, or the 24-character id of an active operator (mine is unsupported) */
+  /** all, or the 24-character id of an active operator */
   owner?: string;
   limit?: number;
   cursor?: string;
