@@ -14,7 +14,7 @@ before(async () => {
 });
 after(() => app.close());
 
-function responseSchema(path: string): Record<string, unknown> {
+function responseSchema(path: string): Record<string, Record<string, unknown>> {
   const response = doc.paths[path].get.responses['200'] as { content: { 'application/json': { schema: { properties: Record<string, Record<string, unknown>> } } } };
   return response.content['application/json'].schema.properties;
 }
