@@ -7,6 +7,8 @@ import { ApiKeyService } from './auth/keys.js';
 import { ChannelService } from './channels/service.js';
 import { ConversationService } from './conversations/service.js';
 import { InboxService } from './conversations/inbox.js';
+import { ContactService } from './conversations/contacts.js';
+import { HandoffService } from './conversations/handoffs.js';
 import { ConversationContentService } from './conversations/content.js';
 import { ReplyService } from './messaging/reply.js';
 import { Cursors } from './platform/cursor.js';
@@ -14,7 +16,9 @@ import { MessagingService } from './messaging/service.js';
 import { OutboundQueue } from './messaging/outbound.js';
 import { CrmService } from './crm/service.js';
 import { FollowUpSender } from './messaging/follow-up-send.js';
+import { SalesService } from './crm/sales.js';
 import { ReservationService } from './reservations/service.js';
+import { ReservationHistoryService } from './reservations/history.js';
 import { TenantService } from './tenants/service.js';
 import { KnowledgeService } from './knowledge/service.js';
 import { AssetService } from './knowledge/assets.js';
@@ -40,13 +44,17 @@ export interface Services {
   events: EventService;
   conversations: ConversationService;
   inbox: InboxService;
+  contacts: ContactService;
+  handoffs: HandoffService;
   conversationContent: ConversationContentService;
   replies: ReplyService;
   messaging: MessagingService;
   outbound: OutboundQueue;
   crm: CrmService;
   followUpSender: FollowUpSender;
+  sales: SalesService;
   reservations: ReservationService;
+  reservationHistory: ReservationHistoryService;
   blobs: BlobStore;
   knowledge: KnowledgeService;
   knowledgeAssets: AssetService;
@@ -66,18 +74,22 @@ export function createServices(deps: { config: Config; db: Db; clock: Clock; key
     cursors,
     tenants: new TenantService(db, clock),
     apiKeys,
-    channels: new ChannelService(db, clock),
+    channels: new ChannelService(db, clock, { provider: config.channelProvider }),
     webhooks,
     events: new EventService({ db, clock, cursors }),
     conversations: new ConversationService(db, clock, cursors),
     inbox: new InboxService(db, clock),
+    contacts: new ContactService(db, clock),
+    handoffs: new HandoffService(db, clock),
     conversationContent: new ConversationContentService(db, cursors),
     replies: new ReplyService(db, clock, outbound),
     messaging: new MessagingService(db, clock, outbound),
     outbound,
     crm: new CrmService(db, clock, cursors),
+    sales: new SalesService(db, cursors),
     followUpSender: new FollowUpSender(db, clock, outbound, log.child({ component: 'crm' })),
     reservations: new ReservationService({ db, clock, cursors, outbound, log, preCheckinDays: config.lifecyclePreCheckinDays }),
+    reservationHistory: new ReservationHistoryService(db, cursors),
     blobs,
     knowledge: new KnowledgeService(db, clock, cursors, blobs, config.allowPrivateDestinations, createEmbedder(config)),
     knowledgeAssets: new AssetService(db, clock, blobs, keyring.signingKey),

@@ -17,6 +17,11 @@ export const ALL_SCOPES = [
   'reservations:write',
   'webhooks:read',
   'webhooks:write',
+  'channels:read',
+  'properties:read',
+  'contacts:read',
+  'contacts:write',
+  'conversations:handoffs:write',
 ] as const;
 
 export type Scope = (typeof ALL_SCOPES)[number];

@@ -47,6 +47,16 @@ export const channelRepo = {
     return (await db.query<ChannelRow>('SELECT * FROM channels WHERE id = $1 AND tenant_id = $2', [channelId, tenantId]))[0];
   },
 
+  /** The tenant's channels, oldest first (a tenant has a handful). */
+  async list(db: Queryable, tenantId: string): Promise<ChannelRow[]> {
+    return db.query<ChannelRow>('SELECT * FROM channels WHERE tenant_id = $1 ORDER BY created_at, id', [tenantId]);
+  },
+
+  /** Every template record of a channel, by name. */
+  async templates(db: Queryable, tenantId: string, channelId: string): Promise<TemplateRow[]> {
+    return db.query<TemplateRow>('SELECT * FROM channel_templates WHERE tenant_id = $1 AND channel_id = $2 ORDER BY template_name', [tenantId, channelId]);
+  },
+
   /** The channel's conversation-start template: the most recently updated template record. */
   async latestTemplate(db: Queryable, tenantId: string, channelId: string): Promise<TemplateRow | undefined> {
     const rows = await db.query<TemplateRow>(

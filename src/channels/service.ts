@@ -2,7 +2,9 @@ import type { Clock } from '../clock.js';
 import type { Db } from '../db/driver.js';
 import { invalid, notFound } from '../errors.js';
 import { newId } from '../ids.js';
+import type { Ctx } from '../context.js';
 import { channelRepo, type ChannelKind, type TemplateRow } from './repo.js';
+import { channelView, templateView, type ChannelDeployment } from './views.js';
 
 export const SUPPORTED_LOCALES = ['en_US', 'es_MX'] as const;
 export const TEMPLATE_STATUSES = ['not_prepared', 'pending', 'approved', 'rejected', 'paused'] as const;
@@ -23,7 +25,26 @@ export class ChannelService {
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
+    private readonly deployment: ChannelDeployment = { provider: 'sandbox' },
   ) {}
+
+  async list({ tenantId }: Ctx) {
+    const rows = await channelRepo.list(this.db, tenantId);
+    return { channels: rows.map((row) => channelView(row, this.deployment)) };
+  }
+
+  async get({ tenantId }: Ctx, { channelId }: { channelId: string }) {
+    const row = await channelRepo.get(this.db, tenantId, channelId);
+    if (!row) throw notFound('channel');
+    return { channel: channelView(row, this.deployment) };
+  }
+
+  /** The stored readiness of every template of the channel (never refreshed by this call). */
+  async templates({ tenantId }: Ctx, { channelId }: { channelId: string }) {
+    const channel = await channelRepo.get(this.db, tenantId, channelId);
+    if (!channel) throw notFound('channel');
+    return { templates: (await channelRepo.templates(this.db, tenantId, channelId)).map(templateView) };
+  }
 
   async create(tenantId: string, input: { kind: ChannelKind; name: string; phoneNumber?: string; providerRef?: string; available?: boolean }) {
     const row = await channelRepo.insert(this.db, {

@@ -25,6 +25,12 @@ export interface HandoffRow {
   opened_at: Date;
   resolved_at: Date | null;
   updated_at: Date;
+  resolution_note: string | null;
+}
+
+/** A handoff with its assignee's name, as the public handoff read answers it. */
+export interface HandoffWithOperator extends HandoffRow {
+  assigned_operator_name: string | null;
 }
 
 /** A conversation's cases: the review (a human looks at it) and the handoff (a human takes it over). */
@@ -66,19 +72,37 @@ export const caseRepo = {
     return rows[0];
   },
 
-  async updateHandoff(db: Queryable, tenantId: string, handoffId: string, patch: { operatorId?: string | null; resolve?: boolean }, now: Date): Promise<HandoffRow> {
+  async updateHandoff(
+    db: Queryable,
+    tenantId: string,
+    handoffId: string,
+    patch: { operatorId?: string | null; resolve?: boolean; resolutionNote?: string },
+    now: Date,
+  ): Promise<HandoffRow> {
     const rows = await db.query<HandoffRow>(
       `UPDATE handoffs SET
          assigned_operator_id = CASE WHEN $2 THEN $3 ELSE assigned_operator_id END,
          status = CASE WHEN $4 THEN 'resolved' ELSE status END,
-         resolved_at = CASE WHEN $4 THEN $5::timestamptz ELSE resolved_at END, updated_at = $5
+         resolved_at = CASE WHEN $4 THEN $5::timestamptz ELSE resolved_at END,
+         resolution_note = CASE WHEN $4 THEN $7 ELSE resolution_note END, updated_at = $5
        WHERE id = $1 AND tenant_id = $6 RETURNING *`,
-      [handoffId, patch.operatorId !== undefined, patch.operatorId ?? null, patch.resolve === true, now, tenantId],
+      [handoffId, patch.operatorId !== undefined, patch.operatorId ?? null, patch.resolve === true, now, tenantId, patch.resolutionNote ?? null],
     );
     return rows[0];
   },
 
   async getHandoff(db: Queryable, tenantId: string, handoffId: string): Promise<HandoffRow | undefined> {
     return (await db.query<HandoffRow>('SELECT * FROM handoffs WHERE id = $1 AND tenant_id = $2', [handoffId, tenantId]))[0];
+  },
+
+  /** The conversation's latest handoff, open or resolved, with the assignee's name. */
+  async latestHandoff(db: Queryable, tenantId: string, conversationId: string): Promise<HandoffWithOperator | undefined> {
+    const rows = await db.query<HandoffWithOperator>(
+      `SELECT h.*, o.display_name AS assigned_operator_name FROM handoffs h
+       LEFT JOIN operators o ON o.id = h.assigned_operator_id
+       WHERE h.conversation_id = $1 AND h.tenant_id = $2 ORDER BY h.opened_at DESC, h.id DESC LIMIT 1`,
+      [conversationId, tenantId],
+    );
+    return rows[0];
   },
 };

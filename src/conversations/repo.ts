@@ -8,7 +8,11 @@ export interface ContactRow {
   phone_e164: string | null;
   handle: string | null;
   consent: boolean;
+  /** Where the business collected the opt-in (booking form, front desk); null when recorded without one. */
+  consent_source: string | null;
+  consent_granted_at: Date | null;
   opted_out: boolean;
+  opted_out_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -72,7 +76,7 @@ export const conversationRepo = {
     return (await db.query<ContactRow>('SELECT * FROM contacts WHERE tenant_id = $1 AND id = $2', [tenantId, contactId]))[0];
   },
 
-  async insertContact(db: Queryable, row: Omit<ContactRow, 'created_at' | 'updated_at' | 'consent' | 'opted_out'> & { now: Date }): Promise<ContactRow> {
+  async insertContact(db: Queryable, row: Pick<ContactRow, 'id' | 'tenant_id' | 'name' | 'phone_e164' | 'handle'> & { now: Date }): Promise<ContactRow> {
     const rows = await db.query<ContactRow>(
       `INSERT INTO contacts (id, tenant_id, name, phone_e164, handle, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6)
        ON CONFLICT DO NOTHING RETURNING *`,
@@ -85,16 +89,34 @@ export const conversationRepo = {
     db: Queryable,
     tenantId: string,
     contactId: string,
-    patch: { name?: string | null; handle?: string | null; consent?: boolean; optedOut?: boolean },
+    patch: { name?: string | null; handle?: string | null; consent?: boolean; consentSource?: string; optedOut?: boolean },
     now: Date,
   ): Promise<ContactRow | undefined> {
+    // Recording consent records its source too (none from the admin API); grantedAt and optedOutAt keep the time
+    // the state began, so recording the same state again moves neither.
     const rows = await db.query<ContactRow>(
       `UPDATE contacts SET
          name = CASE WHEN $3 THEN $4 ELSE name END,
          handle = CASE WHEN $5 THEN $6 ELSE handle END,
-         consent = COALESCE($7, consent), opted_out = COALESCE($8, opted_out), updated_at = $9
+         consent = COALESCE($7, consent),
+         consent_source = CASE WHEN $7::boolean IS NULL THEN consent_source ELSE $10 END,
+         consent_granted_at = CASE WHEN $7::boolean IS NULL OR ($7 AND consent) THEN consent_granted_at WHEN $7 THEN $9::timestamptz END,
+         opted_out = COALESCE($8, opted_out),
+         opted_out_at = CASE WHEN $8::boolean IS NULL OR ($8 AND opted_out) THEN opted_out_at WHEN $8 THEN $9::timestamptz END,
+         updated_at = $9
        WHERE tenant_id = $1 AND id = $2 RETURNING *`,
-      [tenantId, contactId, patch.name !== undefined, patch.name ?? null, patch.handle !== undefined, patch.handle ?? null, patch.consent ?? null, patch.optedOut ?? null, now],
+      [
+        tenantId,
+        contactId,
+        patch.name !== undefined,
+        patch.name ?? null,
+        patch.handle !== undefined,
+        patch.handle ?? null,
+        patch.consent ?? null,
+        patch.optedOut ?? null,
+        now,
+        patch.consentSource ?? null,
+      ],
     );
     const contact = rows[0];
     // The conversations' copies of the contact (search text, name, phone) follow a change of name or handle.

@@ -11,7 +11,11 @@ export const ListConversationsQuery = Type.Object(
     contactQuery: Type.Optional(Type.String({ minLength: 2, maxLength: 200, description: 'Dashboard contact search: name, phone digits or handle' })),
     channel: Type.Optional(StringEnum(CHANNEL_FILTERS, { default: 'all' })),
     owner: Type.Optional(
-      Type.String({ pattern: '^(all|mine|[0-9a-f]{24})$', description: 'all, or the 24-character id of an active operator (mine is unsupported)' }),
+      Type.String({
+        pattern: '^(all|[0-9a-f]{24})$',
+        description: 'all, or the 24-character id of an active operator',
+        'x-unsupported': { mine: 'mine is not supported for API keys; pass all or an operator id' },
+      }),
     ),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 25 })),
     cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 400 })),

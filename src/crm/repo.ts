@@ -9,6 +9,7 @@ export interface LeadRow {
   phone_e164: string | null;
   conversation_id: string | null;
   created_at: Date;
+  updated_at: Date;
 }
 
 export interface OpportunityRow {

@@ -109,3 +109,63 @@ export const PatchSettingsBody = Type.Object(
 );
 
 export const crmSharedSchemas = [FollowUp];
+
+const Limit = Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 }));
+const Cursor = Type.Optional(Type.String({ minLength: 1, maxLength: 400 }));
+const IdFilter = Type.Optional(Type.String({ minLength: 1, maxLength: 200 }));
+
+export const LeadParams = Type.Object({ leadId: Type.String({ minLength: 1, maxLength: 200 }) }, Strict);
+export const OpportunityParams = Type.Object({ opportunityId: Type.String({ minLength: 1, maxLength: 200 }) }, Strict);
+
+export const Lead = Type.Object(
+  {
+    leadId: Type.String(),
+    name: Type.String(),
+    phone: Type.Optional(Type.String({ description: 'E.164' })),
+    conversationId: Type.Optional(Type.String()),
+    createdAt: DateTime,
+    updatedAt: DateTime,
+  },
+  { $id: 'Lead', additionalProperties: false },
+);
+
+export const Opportunity = Type.Object(
+  {
+    opportunityId: Type.String(),
+    leadId: Type.String(),
+    conversationId: Type.Optional(Type.String()),
+    stage: Type.String(),
+    status: Type.String(),
+    revision: Type.Integer({ minimum: 1 }),
+    createdAt: DateTime,
+    updatedAt: DateTime,
+  },
+  { $id: 'Opportunity', additionalProperties: false },
+);
+
+export const ListLeadsQuery = Type.Object(
+  { conversationId: IdFilter, phone: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'International number, matched in E.164 form' })), limit: Limit, cursor: Cursor },
+  Strict,
+);
+
+export const ListOpportunitiesQuery = Type.Object(
+  {
+    leadId: IdFilter,
+    conversationId: IdFilter,
+    stage: Type.Optional(Type.String({ minLength: 1, maxLength: 160 })),
+    status: Type.Optional(Type.String({ minLength: 1, maxLength: 160 })),
+    limit: Limit,
+    cursor: Cursor,
+  },
+  Strict,
+);
+
+export const LeadList = Type.Object({ leads: Type.Array(Ref(Lead)), nextCursor: Type.Optional(Type.String()), hasMore: Type.Boolean() }, { additionalProperties: false });
+export const LeadEnvelope = Type.Object({ lead: Ref(Lead) }, { additionalProperties: false });
+export const OpportunityList = Type.Object(
+  { opportunities: Type.Array(Ref(Opportunity)), nextCursor: Type.Optional(Type.String()), hasMore: Type.Boolean() },
+  { additionalProperties: false },
+);
+export const OpportunityEnvelope = Type.Object({ opportunity: Ref(Opportunity) }, { additionalProperties: false });
+
+export const salesSharedSchemas = [Lead, Opportunity];

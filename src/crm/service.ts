@@ -60,7 +60,7 @@ export class CrmService {
       if (input.conversationId && !(await conversationRepo.get(tx, tenantId, input.conversationId))) throw notFound('conversation');
       const now = this.clock.now();
       const row = await crmRepo.insertOpportunity(tx, { id: newId('opp'), tenantId, leadId: lead.id, conversationId, stage: input.stage, status: input.status, now });
-      await emit(tx, now, tenantId, 'crm.opportunity.created', { opportunityId: row.id, leadId: row.lead_id, revision: row.revision, stage: row.stage, status: row.status });
+      await emit(tx, now, tenantId, 'crm.opportunity.created', { opportunityId: row.id, leadId: row.lead_id, ...conversationOf(row), revision: row.revision, stage: row.stage, status: row.status });
       return opportunityView(row);
     });
   }
@@ -134,6 +134,9 @@ export class CrmService {
         changes.draft_status = 'edited';
       }
       if (patch.dueAt !== undefined) {
+        if (patch.dueAt !== null && new Date(patch.dueAt).getTime() > row.expires_at.getTime()) {
+          throw invalid('body.dueAt', `must not be after the follow-up expires (expiresAt ${iso(row.expires_at)})`);
+        }
         changes.due_at = patch.dueAt === null ? null : new Date(patch.dueAt);
         changes.status = patch.dueAt === null ? 'pending' : 'scheduled';
       }
@@ -191,5 +194,10 @@ export class CrmService {
 }
 
 export async function emitOpportunityUpdated(tx: Tx, now: Date, row: OpportunityRow, changed: string[]) {
-  await emit(tx, now, row.tenant_id, 'crm.opportunity.updated', { opportunityId: row.id, leadId: row.lead_id, revision: row.revision, stage: row.stage, status: row.status, changed });
+  await emit(tx, now, row.tenant_id, 'crm.opportunity.updated', { opportunityId: row.id, leadId: row.lead_id, ...conversationOf(row), revision: row.revision, stage: row.stage, status: row.status, changed });
+}
+
+/** An opportunity event's conversationId, when the opportunity has one. */
+function conversationOf(row: OpportunityRow): { conversationId?: string } {
+  return row.conversation_id ? { conversationId: row.conversation_id } : {};
 }

@@ -61,19 +61,20 @@ export const EVENT_DEFINITIONS = {
   }),
   'crm.opportunity.created': define({
     scope: 'crm:sales:read',
-    description: 'A sales opportunity was created for a lead.',
+    description: 'A sales opportunity was created for a lead; conversationId when it belongs to a conversation.',
     data: Type.Object(
-      { opportunityId: Id, leadId: Id, revision: Type.Integer({ minimum: 1 }), stage: Type.String(), status: Type.String() },
+      { opportunityId: Id, leadId: Id, conversationId: Type.Optional(Id), revision: Type.Integer({ minimum: 1 }), stage: Type.String(), status: Type.String() },
       { additionalProperties: false },
     ),
   }),
   'crm.opportunity.updated': define({
     scope: 'crm:sales:read',
-    description: 'A sales opportunity changed; `changed` names the fields that changed in this revision.',
+    description: 'A sales opportunity changed; `changed` names the fields that changed in this revision; conversationId when it belongs to a conversation.',
     data: Type.Object(
       {
         opportunityId: Id,
         leadId: Id,
+        conversationId: Type.Optional(Id),
         revision: Type.Integer({ minimum: 1 }),
         stage: Type.String(),
         status: Type.String(),

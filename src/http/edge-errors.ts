@@ -4,6 +4,7 @@ import { isDatabaseUnavailable, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../db/un
 import { closeIfBodyUnread } from './body-rate.js';
 import { DomainError, errorBody, statusOf, type ErrorCode, type Issue } from '../errors.js';
 import { pooledRandomBytes } from '../ids.js';
+import { UNSUPPORTED_VALUES } from './validation.js';
 
 /**
  * The one place that turns anything refused or thrown into the error envelope with X-Request-Id: domain errors,
@@ -50,7 +51,10 @@ export function invalidIssues(all: Issue[]): ErrorResponse {
 
 function issuesOf(error: FastifyError): Issue[] {
   const where = error.validationContext === 'querystring' ? 'query' : (error.validationContext ?? 'body');
-  return (error.validation ?? []).map((v) => {
+  // A value refused with its own message (validation.ts, x-unsupported) is reported with that message alone.
+  const refused = new Set((error.validation ?? []).filter((v) => v.keyword === UNSUPPORTED_VALUES).map((v) => v.instancePath));
+  const reported = (error.validation ?? []).filter((v) => v.keyword === UNSUPPORTED_VALUES || !refused.has(v.instancePath));
+  return reported.map((v) => {
     const base = `${where}${v.instancePath.replace(/\//g, '.')}`;
     const params = v.params as Record<string, unknown>;
     if (typeof params.additionalProperty === 'string') return { path: `${base}.${params.additionalProperty}`, message: 'unknown property' };

@@ -134,7 +134,7 @@ export class JsonParserThread {
 }
 
 /**
- * application/json as Fastify parses it (prototype poisoning refused, an empty body is 400), but a body of a
+ * application/json as Fastify parses it (prototype poisoning refused, an empty body is 400 but on the admin API), but a body of a
  * megabyte or more (only routes with a raised body limit take one) is parsed on another thread: parsing
  * ten megabytes holds the event loop for tens of milliseconds, and every other request would wait.
  */
@@ -144,6 +144,9 @@ export function registerJsonParser(app: FastifyInstance): void {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+    // The admin API's callers (the dashboard, scripts) send the JSON content type on POSTs without a body:
+    // that is the empty object, as a POST without any body is (decisions 7.4).
+    if (bytes.length === 0 && request.url.startsWith('/admin/')) return done(null, {});
     if (bytes.length < OFF_THREAD_JSON_BYTES) return inline(request, bytes.toString('utf8'), done);
     thread.parse(bytes, bodyLengthCaps(request)).then(
       (value) => done(null, value),

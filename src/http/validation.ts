@@ -15,8 +15,30 @@ export function buildAjv(options: Options): Ajv {
   // One range for every date-time and date input, whatever schema declares it (see input-guard.ts).
   ajv.addFormat('date-time', { type: 'string', validate: isAcceptedDateTime });
   ajv.addFormat('date', { type: 'string', validate: isAcceptedDate });
+  ajv.addKeyword({
+    keyword: UNSUPPORTED_VALUES,
+    type: 'string',
+    schemaType: 'object',
+    errors: true,
+    validate: refuseUnsupported,
+  });
   return ajv;
 }
+
+/**
+ * `x-unsupported: {value: message}` on a string schema: values a caller may well try (`owner=mine`) that the
+ * schema does not offer, refused with a message saying why rather than "must match pattern". The issue mapper
+ * reports only this message for the value (edge-errors.ts).
+ */
+export const UNSUPPORTED_VALUES = 'x-unsupported';
+
+function refuseUnsupported(this: unknown, schema: Record<string, string>, data: string): boolean {
+  const message = Object.hasOwn(schema, data) ? schema[data] : undefined;
+  if (message === undefined) return true;
+  refuseUnsupported.errors = [{ keyword: UNSUPPORTED_VALUES, message, params: {} }];
+  return false;
+}
+refuseUnsupported.errors = [] as Array<{ keyword: string; message: string; params: Record<string, never> }>;
 
 /**
  * Request validation. Query strings, path parameters and headers arrive as text, so they are coerced

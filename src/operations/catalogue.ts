@@ -1,9 +1,13 @@
 import { provisioningAdminOperations } from '../admin/operations.js';
+import { channelOperations } from '../channels/operations.js';
 import { conversationAdminOperations } from '../conversations/admin-operations.js';
 import { conversationOperations } from '../conversations/operations.js';
+import { contactOperations } from '../conversations/contact-operations.js';
+import { handoffOperations } from '../conversations/handoff-operations.js';
 import { conversationContentOperations } from '../conversations/message-operations.js';
 import { crmAdminOperations } from '../crm/admin-operations.js';
 import { crmOperations } from '../crm/operations.js';
+import { salesOperations } from '../crm/sales-operations.js';
 import { eventOperations } from '../events/operations.js';
 import { crawlOperations } from '../knowledge/crawler/operations.js';
 import { knowledgeAdminOperations } from '../knowledge/admin-operations.js';
@@ -12,6 +16,7 @@ import { messagingAdminOperations } from '../messaging/admin-operations.js';
 import { messagingOperations } from '../messaging/operations.js';
 import { reservationAdminOperations } from '../reservations/admin-operations.js';
 import { reservationOperations } from '../reservations/operations.js';
+import { reservationHistoryOperations } from '../reservations/history-operations.js';
 import { webhookOperations } from '../webhooks/operations.js';
 import type { AdminOperation, CatalogueOperation, Operation, Surface } from './define.js';
 
@@ -20,9 +25,14 @@ const ENTRIES = [
   ...eventOperations,
   ...conversationOperations,
   ...conversationContentOperations,
+  ...handoffOperations,
   ...messagingOperations,
+  ...channelOperations,
+  ...contactOperations,
   ...reservationOperations,
+  ...reservationHistoryOperations,
   ...crmOperations,
+  ...salesOperations,
   ...knowledgeOperations,
   ...crawlOperations,
   ...provisioningAdminOperations,

@@ -6,7 +6,7 @@ import { Strict } from '../http/schemas.js';
 import type { IdempotencyKeyUse } from '../platform/idempotency.js';
 
 /** MCP toolsets, one per area of the API (decisions 6.1). */
-export const AREAS = ['conversations', 'messaging', 'reservations', 'crm', 'knowledge', 'webhooks', 'events'] as const;
+export const AREAS = ['conversations', 'messaging', 'reservations', 'crm', 'knowledge', 'webhooks', 'events', 'channels', 'contacts'] as const;
 export type Area = (typeof AREAS)[number];
 
 /**
@@ -91,17 +91,21 @@ export interface OperationSpec<S, P extends TObject, Q extends TObject, B extend
   query?: Q;
   body?: B;
   response: R;
+  /** Other success statuses the handler may answer (with `WithStatus`, as an upsert that created: 201); same body schema. */
+  alsoStatus?: readonly SuccessStatus[];
   /** Error statuses besides 400, 401, 403 and 429 (documented on every operation). */
   errors?: readonly number[];
   /** A request body example (operations with a body) and a response example. */
   examples: { request?: Static<B>; response?: Static<R> };
   /** Not in the spec's contract: an addition of ours (`x-extension`). */
   extension?: boolean;
+  /** More vendor fields of the OpenAPI operation (`x-event-scopes`). */
+  documentExtras?: Readonly<Record<`x-${string}`, unknown>>;
   idempotency?: I;
   /** MCP hints. Reads are read-only (a POST that only reads, such as a search, says so); DELETE, revocations and sends are destructive. */
   hints?: { readOnly?: boolean; destructive?: boolean; idempotent?: boolean; openWorld?: boolean };
   bodyLimit?: number;
-  handler: (services: S, ctx: Ctx, input: InputOf<P, Q, B, I>) => Promise<Static<R> | Replayable<Static<R>> | JsonText<Static<R>>>;
+  handler: (services: S, ctx: Ctx, input: InputOf<P, Q, B, I>) => Promise<Static<R> | Replayable<Static<R>> | JsonText<Static<R>> | WithStatus<Static<R>>>;
 }
 
 /** An admin handler's input: path parameters (but the tenant, which is `ctx.tenantId`), query and body merged. */
@@ -157,6 +161,7 @@ export interface Operation<S = never> extends OperationIdentity, DeclaredOperati
   scopeMode: ScopeMode;
   examples: { request?: unknown; response?: unknown };
   extension: boolean;
+  documentExtras: Readonly<Record<`x-${string}`, unknown>>;
   idempotency: Idempotency | undefined;
   readOnly: boolean;
   destructive: boolean;
@@ -218,7 +223,7 @@ export function defineOperation<S, P extends TObject, Q extends TObject, B exten
   return {
     ...shape,
     surface: 'public',
-    statuses: [spec.status],
+    statuses: [spec.status, ...(spec.alsoStatus ?? [])],
     sdk: spec.sdk,
     area: spec.area,
     tag: spec.tag,
@@ -227,6 +232,7 @@ export function defineOperation<S, P extends TObject, Q extends TObject, B exten
     scopeMode: spec.scopeMode ?? 'all',
     examples: spec.examples,
     extension: spec.extension ?? false,
+    documentExtras: spec.documentExtras ?? {},
     idempotency: spec.idempotency,
     readOnly,
     destructive: spec.hints?.destructive ?? spec.method === 'DELETE',

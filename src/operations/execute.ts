@@ -3,7 +3,7 @@ import { runIdempotent } from '../platform/idempotency.js';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/driver.js';
 import { decryptSecret, encryptSecret, type Keyring } from '../secrets.js';
-import { Replayable, type Operation } from './define.js';
+import { Replayable, WithStatus, type Operation, type SuccessStatus } from './define.js';
 
 /** What running an operation takes besides its own services: the database, clock and keyring of Idempotency-Key. */
 export interface ExecuteServices {
@@ -15,6 +15,8 @@ export interface ExecuteServices {
 export interface Executed {
   body: unknown;
   replayed: boolean;
+  /** Set when the handler answered another of its declared statuses than the operation's default one. */
+  status?: SuccessStatus;
 }
 
 /**
@@ -34,5 +36,6 @@ export async function executeOperation<S>(services: S & ExecuteServices, operati
   // A service that runs the key itself gets it with the operation it is used on: keys are named by operationId.
   const serviceInput = operation.idempotency?.by === 'service' && idempotencyKey !== undefined ? { ...input, idempotency: { operation: operation.operationId, key: idempotencyKey } } : input;
   const result = await operation.run(services, ctx, serviceInput);
+  if (result instanceof WithStatus) return { body: result.body, replayed: false, status: result.status };
   return result instanceof Replayable ? { body: result.body, replayed: result.replayed } : { body: result, replayed: false };
 }

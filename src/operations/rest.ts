@@ -47,11 +47,14 @@ function publicRouteSchema(operation: Operation): Record<string, unknown> {
     ...(operation.idempotency ? { headers: idempotencyHeaders(operation) } : {}),
     response: {
       [operation.status]: operation.status === 204 ? { type: 'null', description: 'No content' } : operation.response,
-      ...errorResponses(...operation.errors),
+      ...Object.fromEntries(operation.statuses.slice(1).map((status) => [status, operation.response])),
+      // A body sent as anything but application/json is 415 M2M_UNSUPPORTED_MEDIA_TYPE.
+      ...errorResponses(...operation.errors, ...(operation.body ? [415] : [])),
     },
     'x-scopes': operation.scopes,
     ...(operation.scopeMode === 'any' ? { 'x-scopes-mode': 'any' } : {}),
     ...(operation.extension ? { 'x-extension': true } : {}),
+    ...operation.documentExtras,
   };
 }
 
@@ -111,9 +114,10 @@ function publicHandler<S>(services: S & RouteServices, operation: Operation<S>):
     const result = await executeOperation(services, operation, ctx, inputOf(request), headerKey(request));
     if (result.replayed) reply.header('Idempotent-Replayed', 'true');
     if (operation.status === 204) return reply.status(204).send(null);
+    const status = result.status ?? operation.status;
     // The same bytes and content-type as the schema's serializer would give (Fastify sends a string as it is).
-    if (result.body instanceof JsonText) return reply.status(operation.status).type('application/json; charset=utf-8').send(result.body.text);
-    return reply.status(operation.status).send(result.body);
+    if (result.body instanceof JsonText) return reply.status(status).type('application/json; charset=utf-8').send(result.body.text);
+    return reply.status(status).send(result.body);
   };
 }
 

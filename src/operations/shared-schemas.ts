@@ -1,7 +1,9 @@
 import type { TSchema } from 'typebox';
+import { channelSharedSchemas } from '../channels/schema.js';
 import { conversationSharedSchemas } from '../conversations/schema.js';
+import { contactSharedSchemas } from '../conversations/contact-schema.js';
 import { messageSharedSchemas } from '../conversations/message-schema.js';
-import { crmSharedSchemas } from '../crm/schema.js';
+import { crmSharedSchemas, salesSharedSchemas } from '../crm/schema.js';
 import { eventSharedSchemas } from '../events/schema.js';
 import { ErrorBody } from '../http/schemas.js';
 import { crawlSharedSchemas } from '../knowledge/crawler/schema.js';
@@ -9,7 +11,7 @@ import { knowledgeSharedSchemas } from '../knowledge/schema.js';
 import { webhookSharedSchemas } from '../webhooks/schema.js';
 
 /** Schemas with an `$id`, added once at the root of the app and referenced from responses. */
-export const SHARED_SCHEMAS: readonly TSchema[] = [ErrorBody, ...webhookSharedSchemas, ...eventSharedSchemas, ...conversationSharedSchemas, ...messageSharedSchemas, ...crmSharedSchemas, ...knowledgeSharedSchemas, ...crawlSharedSchemas];
+export const SHARED_SCHEMAS: readonly TSchema[] = [ErrorBody, ...webhookSharedSchemas, ...eventSharedSchemas, ...conversationSharedSchemas, ...messageSharedSchemas, ...crmSharedSchemas, ...knowledgeSharedSchemas, ...crawlSharedSchemas, ...channelSharedSchemas, ...contactSharedSchemas, ...salesSharedSchemas];
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 

@@ -2,6 +2,9 @@ import { Type } from 'typebox';
 import { DateTime, Strict, StringEnum, nullable } from '../http/schemas.js';
 import { ATTEMPT_RESULTS, LIFECYCLE_EVENTS } from './lifecycle-types.js';
 
+/** The fixed page of 20 records: an integer in the document (Type.Literal would say number). */
+const PageSize = Type.Unsafe<20>({ type: 'integer', const: 20 });
+
 export const SORT_BY = ['check_in_date', 'booked_at'] as const;
 export const SORT_DIR = ['asc', 'desc'] as const;
 
@@ -22,7 +25,7 @@ export const ListReservationsQuery = Type.Object(
   Strict,
 );
 
-const Attempt = Type.Object(
+export const Attempt = Type.Object(
   {
     createdAt: DateTime,
     lifecycleEventType: StringEnum(LIFECYCLE_EVENTS),
@@ -87,7 +90,7 @@ export const ReservationList = Type.Object(
     availableSorts: Type.Array(
       Type.Object({ sortBy: StringEnum(SORT_BY), sortDir: StringEnum(SORT_DIR), label: Type.String() }, { additionalProperties: false }),
     ),
-    pageSize: Type.Literal(20),
+    pageSize: PageSize,
     hasNext: Type.Boolean(),
     nextCursor: Type.Optional(Type.String()),
   },
@@ -154,3 +157,45 @@ export const SyncBody = Type.Object(
 );
 
 export const IntegrationBody = Type.Object({ provider: StringEnum(['pms']), name: Type.String({ minLength: 1, maxLength: 160 }) }, Strict);
+
+const PageCursor = Type.Optional(Type.String({ minLength: 1, maxLength: 400, description: 'nextCursor of the previous page; keep the filters' }));
+
+export const AttemptsParams = Type.Object(
+  { integrationId: IntegrationId, providerReservationId: Type.String({ minLength: 1, maxLength: 500 }) },
+  Strict,
+);
+export const AttemptsQuery = Type.Object({ cursor: PageCursor }, Strict);
+
+export const AttemptList = Type.Object(
+  { attempts: Type.Array(Attempt, { maxItems: 20 }), pageSize: PageSize, hasNext: Type.Boolean(), nextCursor: Type.Optional(Type.String()) },
+  { additionalProperties: false },
+);
+
+export const ReceiptsQuery = Type.Object(
+  { integrationId: Type.Optional(IntegrationId), eventType: Type.Optional(StringEnum(LIFECYCLE_EVENTS)), cursor: PageCursor },
+  Strict,
+);
+
+export const ReceiptList = Type.Object(
+  {
+    receipts: Type.Array(
+      Type.Object(
+        {
+          integrationId: Type.String(),
+          providerReservationId: Type.String(),
+          lifecycleEventType: StringEnum(LIFECYCLE_EVENTS),
+          conversationId: Type.String(),
+          requestEventId: Type.String(),
+          status: StringEnum(['queued', 'sent', 'delivered', 'read', 'failed'], { description: 'The message request status; not proof of delivery until delivered' }),
+          createdAt: DateTime,
+        },
+        { additionalProperties: false },
+      ),
+      { maxItems: 20 },
+    ),
+    pageSize: PageSize,
+    hasNext: Type.Boolean(),
+    nextCursor: Type.Optional(Type.String()),
+  },
+  { additionalProperties: false },
+);

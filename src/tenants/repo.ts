@@ -96,4 +96,9 @@ export const propertyRepo = {
   async get(db: Queryable, tenantId: string, propertyId: string): Promise<PropertyRow | undefined> {
     return (await db.query<PropertyRow>('SELECT * FROM properties WHERE id = $1 AND tenant_id = $2', [propertyId, tenantId]))[0];
   },
+
+  /** The tenant's properties, oldest first (a business has a handful). */
+  async list(db: Queryable, tenantId: string): Promise<PropertyRow[]> {
+    return db.query<PropertyRow>('SELECT * FROM properties WHERE tenant_id = $1 ORDER BY created_at, id', [tenantId]);
+  },
 };

@@ -1,4 +1,5 @@
 import type { Clock } from '../clock.js';
+import type { Ctx } from '../context.js';
 import type { Db } from '../db/driver.js';
 import { invalid, notFound } from '../errors.js';
 import { newId, newOperatorId } from '../ids.js';
@@ -72,5 +73,10 @@ export class TenantService {
     await this.require(tenantId);
     const row = await propertyRepo.insert(this.db, { id: newId('prop'), tenantId, name: input.name, now: this.clock.now() });
     return { propertyId: row.id, name: row.name, createdAt: iso(row.created_at)! };
+  }
+
+  async listProperties({ tenantId }: Ctx) {
+    const rows = await propertyRepo.list(this.db, tenantId);
+    return { properties: rows.map((row) => ({ propertyId: row.id, name: row.name, createdAt: iso(row.created_at)! })) };
   }
 }

@@ -16,6 +16,10 @@ import {
 } from './schema.js';
 import type { EventService } from '../events/service.js';
 import type { WebhookService } from './service.js';
+import { EVENT_TYPES, eventScope } from './events.js';
+
+/** Creating or changing a subscription also needs the read scope of each selected event type: this map says which. */
+const eventScopes = { 'x-event-scopes': Object.fromEntries(EVENT_TYPES.map((type) => [type, eventScope(type)])) };
 
 /** What the webhook operations call. */
 export interface WebhookOperationServices {
@@ -60,6 +64,7 @@ export const webhookOperations = [
     description:
       'Subscribes a public HTTPS URL (port 443) to event types. The calling key becomes the owner and must hold webhooks:write plus the read scope of every selected event type. The signing secret (whsec_…) is returned only here and on rotation. At most 50 subscriptions per business. rateLimitPerSecond (optional) spaces deliveries to the endpoint; deliveries beyond it wait as pending. health shows consecutive failures and the last success and failure; a subscription whose every attempt failed for 5 days (the default; at least 10 attempts) is disabled with disabledReason "failing" and webhook.subscription.disabled is emitted. Send Idempotency-Key to make retries safe.',
     scopes: ['webhooks:write'],
+    documentExtras: eventScopes,
     body: CreateSubscriptionBody,
     status: 201,
     response: SubscriptionResponse,
@@ -138,6 +143,7 @@ export const webhookOperations = [
     description:
       'Changes only the fields sent; the calling key becomes the owner. Disabling (active false) cancels pending deliveries; removing an event type cancels its pending deliveries; re-enabling replays nothing and clears disabledReason. rateLimitPerSecond null removes the limit.',
     scopes: ['webhooks:write'],
+    documentExtras: eventScopes,
     params: SubscriptionParams,
     body: UpdateSubscriptionBody,
     status: 200,

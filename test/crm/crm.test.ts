@@ -271,7 +271,7 @@ describe('opportunities', () => {
         return got.length >= 2 ? got : undefined;
       }, 20_000, 'two opportunity deliveries');
       const byType = new Map(bodies.map((b) => [b.type, b.data]));
-      assert.deepEqual(byType.get('crm.opportunity.created'), { opportunityId: opportunity.opportunityId, leadId: world.leadId, revision: 1, stage: 'lead', status: 'open' });
+      assert.deepEqual(byType.get('crm.opportunity.created'), { opportunityId: opportunity.opportunityId, leadId: world.leadId, conversationId: world.conversationId, revision: 1, stage: 'lead', status: 'open' });
       const updated = byType.get('crm.opportunity.updated');
       assert.ok(updated);
       assert.equal(updated.opportunityId, opportunity.opportunityId);

@@ -104,10 +104,16 @@ test('date-times outside 1970-01-01T00:00:00Z .. 9998-12-31T23:59:59.999Z are 40
     ['2024-02-29T12:00:00.123456789Z', '2024-02-29T12:00:00.123Z'],
   ]) {
     const patch = await app.api(world.key, 'PATCH', `/crm/follow-ups/${id}`, { dueAt: sent });
-    assert.equal(patch.statusCode, 200, `${sent}: ${patch.body}`);
-    assert.equal(patch.json().followUp.dueAt, printed);
-    const read = await app.api(world.key, 'GET', `/crm/follow-ups/${id}`);
-    assert.equal(read.json().followUp.dueAt, printed, sent);
+    if (printed > created.json().followUp.expiresAt) {
+      // Valid date-times, but a follow-up cannot be due after it expires (decisions 7.4).
+      assertRefusal(patch, 400, 'M2M_INVALID_REQUEST');
+      assert.equal(issuesOf(patch)[0].path, 'body.dueAt', sent);
+    } else {
+      assert.equal(patch.statusCode, 200, `${sent}: ${patch.body}`);
+      assert.equal(patch.json().followUp.dueAt, printed);
+      const read = await app.api(world.key, 'GET', `/crm/follow-ups/${id}`);
+      assert.equal(read.json().followUp.dueAt, printed, sent);
+    }
     const list = await app.api(world.key, 'GET', `/crm/follow-ups?dueAfter=${encodeURIComponent(sent)}`);
     assert.equal(list.statusCode, 200, `${sent}: ${list.body}`);
   }

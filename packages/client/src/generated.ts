@@ -279,6 +279,65 @@ export type KnowledgeCrawlJob = {
   };
 };
 
+export type Channel = {
+  channelId: string;
+  kind: "whatsapp" | "instagram" | "messenger" | "webchat";
+  provider: "sandbox" | "whatsapp_cloud" | "messenger" | "instagram" | "webchat";
+  name: string;
+  phoneNumber?: string;
+  available: boolean;
+  connection: {
+    status: "connected" | "not_connected" | "failing";
+    lastInboundAt?: string;
+    lastOutboundAt?: string;
+    lastError?: {
+      code: string;
+      message: string;
+      at: string;
+    };
+  };
+  createdAt: string;
+  updatedAt: string;
+};
+
+export type Contact = {
+  contactId: string;
+  name?: string;
+  /** E.164 */
+  phone?: string;
+  handle?: string;
+  consent: {
+    granted: boolean;
+    source?: string;
+    grantedAt?: string;
+  };
+  optedOut: boolean;
+  optedOutAt?: string;
+  createdAt: string;
+  updatedAt: string;
+};
+
+export type Lead = {
+  leadId: string;
+  name: string;
+  /** E.164 */
+  phone?: string;
+  conversationId?: string;
+  createdAt: string;
+  updatedAt: string;
+};
+
+export type Opportunity = {
+  opportunityId: string;
+  leadId: string;
+  conversationId?: string;
+  stage: string;
+  status: string;
+  revision: number;
+  createdAt: string;
+  updatedAt: string;
+};
+
 export type CreateWebhookInput = {
   /** Public https URL on port 443 */
   url: string;
@@ -427,7 +486,7 @@ export type ListConversationsInput = {
   /** Dashboard contact search: name, phone digits or handle */
   contactQuery?: string;
   channel?: "all" | "whatsapp" | "instagram" | "messenger" | "webchat";
-  /** all, or the 24-character id of an active operator (mine is unsupported) */
+  /** all, or the 24-character id of an active operator */
   owner?: string;
   limit?: number;
   cursor?: string;
@@ -556,6 +615,37 @@ export type ReplyToConversationResponse = {
   requestEventId: string;
 };
 
+export type GetHandoffInput = {
+  conversationId: string;
+};
+
+export type GetHandoffResponse = {
+  handoff: {
+    caseId: string;
+    status: "open" | "resolved";
+    assignedOperatorId?: string;
+    assignedOperatorName?: string;
+    openedAt: string;
+    resolvedAt?: string;
+  };
+};
+
+export type ResolveHandoffInput = {
+  conversationId: string;
+  resolutionNote?: string;
+};
+
+export type ResolveHandoffResponse = {
+  handoff: {
+    caseId: string;
+    status: "open" | "resolved";
+    assignedOperatorId?: string;
+    assignedOperatorName?: string;
+    openedAt: string;
+    resolvedAt?: string;
+  };
+};
+
 export type GetWhatsappTemplateStatusInput = {
   channelId: string;
 };
@@ -623,6 +713,85 @@ export type ReconcileMessageRequestResponse = {
     message: string;
   };
   reconciled?: boolean;
+};
+
+export type ListChannelsInput = Record<string, never>;
+
+export type ListChannelsResponse = {
+  channels: Array<Channel>;
+};
+
+export type GetChannelInput = {
+  channelId: string;
+};
+
+export type GetChannelResponse = {
+  channel: Channel;
+};
+
+export type ListChannelTemplatesInput = {
+  channelId: string;
+};
+
+export type ListChannelTemplatesResponse = {
+  templates: Array<{
+    templateName: string;
+    category: string;
+    locales: Array<{
+      locale: string;
+      status: string;
+      ready: boolean;
+      lastFetchedAt: string;
+    }>;
+  }>;
+};
+
+export type ListPropertiesInput = Record<string, never>;
+
+export type ListPropertiesResponse = {
+  properties: Array<{
+    propertyId: string;
+    name: string;
+    createdAt: string;
+  }>;
+};
+
+export type GetContactInput = {
+  contactId: string;
+};
+
+export type GetContactResponse = {
+  contact: Contact;
+};
+
+export type UpsertContactInput = {
+  /** International number; stored in E.164 form */
+  phone: string;
+  name?: string;
+  consent?: {
+    granted: boolean;
+    /** Where the business collected the decision: booking form, front desk, … */
+    source: string;
+  };
+};
+
+export type UpsertContactResponse = {
+  contact: Contact;
+};
+
+export type UpdateContactInput = {
+  contactId: string;
+  name?: string;
+  consent?: {
+    granted: boolean;
+    /** Where the business collected the decision: booking form, front desk, … */
+    source: string;
+  };
+  optedOut?: boolean;
+};
+
+export type UpdateContactResponse = {
+  contact: Contact;
 };
 
 export type ListReservationsInput = {
@@ -765,6 +934,58 @@ export type UpdateReservationLifecycleSettingResponse = {
   }>;
 };
 
+export type ListReservationAttemptsInput = {
+  integrationId: string;
+  providerReservationId: string;
+  /** nextCursor of the previous page; keep the filters */
+  cursor?: string;
+};
+
+export type ListReservationAttemptsResponse = {
+  attempts: Array<{
+    createdAt: string;
+    lifecycleEventType: "booking_confirmed" | "pre_checkin" | "post_checkout_review";
+    result: "would_send" | "deferred" | "skipped" | "invalid" | "duplicate" | "error";
+    reason: string;
+    attemptCount: number;
+    duplicateCount: number;
+    /** sync_transition or schedule */
+    triggerSource: string;
+    senderPhoneNumber?: string;
+    senderLabel?: string;
+    conversationId?: string;
+    conversationLink?: string;
+    /** Extension: the queued send of a would_send attempt */
+    requestEventId?: string;
+  }>;
+  pageSize: 20;
+  hasNext: boolean;
+  nextCursor?: string;
+};
+
+export type ListLifecycleReceiptsInput = {
+  integrationId?: string;
+  eventType?: "booking_confirmed" | "pre_checkin" | "post_checkout_review";
+  /** nextCursor of the previous page; keep the filters */
+  cursor?: string;
+};
+
+export type ListLifecycleReceiptsResponse = {
+  receipts: Array<{
+    integrationId: string;
+    providerReservationId: string;
+    lifecycleEventType: "booking_confirmed" | "pre_checkin" | "post_checkout_review";
+    conversationId: string;
+    requestEventId: string;
+    /** The message request status; not proof of delivery until delivered */
+    status: "queued" | "sent" | "delivered" | "read" | "failed";
+    createdAt: string;
+  }>;
+  pageSize: 20;
+  hasNext: boolean;
+  nextCursor?: string;
+};
+
 export type ListFollowUpsInput = {
   status?: "pending" | "scheduled" | "sending" | "sent" | "dismissed" | "canceled" | "expired" | "failed";
   mode?: "draft" | "auto";
@@ -882,6 +1103,51 @@ export type UpdateFollowUpSettingsResponse = {
   timezone: string;
   salesAvailable: boolean;
   salesPublished: boolean;
+};
+
+export type ListLeadsInput = {
+  conversationId?: string;
+  /** International number, matched in E.164 form */
+  phone?: string;
+  limit?: number;
+  cursor?: string;
+};
+
+export type ListLeadsResponse = {
+  leads: Array<Lead>;
+  nextCursor?: string;
+  hasMore: boolean;
+};
+
+export type GetLeadInput = {
+  leadId: string;
+};
+
+export type GetLeadResponse = {
+  lead: Lead;
+};
+
+export type ListOpportunitiesInput = {
+  leadId?: string;
+  conversationId?: string;
+  stage?: string;
+  status?: string;
+  limit?: number;
+  cursor?: string;
+};
+
+export type ListOpportunitiesResponse = {
+  opportunities: Array<Opportunity>;
+  nextCursor?: string;
+  hasMore: boolean;
+};
+
+export type GetOpportunityInput = {
+  opportunityId: string;
+};
+
+export type GetOpportunityResponse = {
+  opportunity: Opportunity;
 };
 
 export type ListKnowledgeItemsInput = {
@@ -1091,14 +1357,25 @@ export const OPERATIONS = {
   listConversationMessages: {"method":"GET","path":"/conversations/{conversationId}/messages","pathParams":["conversationId"],"queryParams":["limit","cursor","direction"],"bodyParams":[],"idempotent":false,"hasBody":true},
   getConversationMessage: {"method":"GET","path":"/conversations/{conversationId}/messages/{messageId}","pathParams":["conversationId","messageId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
   replyToConversation: {"method":"POST","path":"/conversations/{conversationId}/messages","pathParams":["conversationId"],"queryParams":[],"bodyParams":["text"],"idempotent":true,"hasBody":true},
+  getHandoff: {"method":"GET","path":"/conversations/{conversationId}/handoff","pathParams":["conversationId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
+  resolveHandoff: {"method":"POST","path":"/conversations/{conversationId}/handoff/resolve","pathParams":["conversationId"],"queryParams":[],"bodyParams":["resolutionNote"],"idempotent":false,"hasBody":true},
   getWhatsappTemplateStatus: {"method":"GET","path":"/conversations/start/whatsapp-template-status","pathParams":[],"queryParams":["channelId"],"bodyParams":[],"idempotent":false,"hasBody":true},
   startConversation: {"method":"POST","path":"/conversations/start","pathParams":[],"queryParams":[],"bodyParams":["channelId","recipientPhone","locale","messageText","contactName"],"idempotent":true,"hasBody":true},
   getMessageRequestStatus: {"method":"GET","path":"/message-requests/{requestEventId}/status","pathParams":["requestEventId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
   reconcileMessageRequest: {"method":"POST","path":"/message-requests/{requestEventId}/reconcile","pathParams":["requestEventId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
+  listChannels: {"method":"GET","path":"/channels","pathParams":[],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
+  getChannel: {"method":"GET","path":"/channels/{channelId}","pathParams":["channelId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
+  listChannelTemplates: {"method":"GET","path":"/channels/{channelId}/templates","pathParams":["channelId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
+  listProperties: {"method":"GET","path":"/properties","pathParams":[],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
+  getContact: {"method":"GET","path":"/contacts/{contactId}","pathParams":["contactId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
+  upsertContact: {"method":"POST","path":"/contacts","pathParams":[],"queryParams":[],"bodyParams":["phone","name","consent"],"idempotent":false,"hasBody":true},
+  updateContact: {"method":"PATCH","path":"/contacts/{contactId}","pathParams":["contactId"],"queryParams":[],"bodyParams":["name","consent","optedOut"],"idempotent":false,"hasBody":true},
   listReservations: {"method":"GET","path":"/reservations","pathParams":[],"queryParams":["integrationId","reservationId","status","cursor","sortBy","sortDir"],"bodyParams":[],"idempotent":false,"hasBody":true},
   listConversationReservations: {"method":"GET","path":"/conversations/{conversationId}/reservations","pathParams":["conversationId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
   getReservationLifecycleSettings: {"method":"GET","path":"/reservations/lifecycle-settings","pathParams":[],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
   updateReservationLifecycleSetting: {"method":"PUT","path":"/reservations/lifecycle-settings/{integrationId}","pathParams":["integrationId"],"queryParams":[],"bodyParams":["eventType","enabled","channelId"],"idempotent":false,"hasBody":true},
+  listReservationAttempts: {"method":"GET","path":"/reservations/{integrationId}/{providerReservationId}/attempts","pathParams":["integrationId","providerReservationId"],"queryParams":["cursor"],"bodyParams":[],"idempotent":false,"hasBody":true},
+  listLifecycleReceipts: {"method":"GET","path":"/reservations/lifecycle-receipts","pathParams":[],"queryParams":["integrationId","eventType","cursor"],"bodyParams":[],"idempotent":false,"hasBody":true},
   listFollowUps: {"method":"GET","path":"/crm/follow-ups","pathParams":[],"queryParams":["status","mode","leadId","conversationId","dueAfter","limit","cursor"],"bodyParams":[],"idempotent":false,"hasBody":true},
   createFollowUp: {"method":"POST","path":"/crm/follow-ups","pathParams":[],"queryParams":[],"bodyParams":["leadId","conversationId","dueAt","messageDraft","reasonCode","reasonText"],"idempotent":true,"hasBody":true},
   getFollowUp: {"method":"GET","path":"/crm/follow-ups/{followUpId}","pathParams":["followUpId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
@@ -1108,6 +1385,10 @@ export const OPERATIONS = {
   sendFollowUp: {"method":"POST","path":"/crm/follow-ups/{followUpId}/send","pathParams":["followUpId"],"queryParams":[],"bodyParams":["messageText"],"idempotent":true,"hasBody":true},
   getFollowUpSettings: {"method":"GET","path":"/crm/follow-up-settings","pathParams":[],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
   updateFollowUpSettings: {"method":"PATCH","path":"/crm/follow-up-settings","pathParams":[],"queryParams":[],"bodyParams":["followUpMode","followUpLevel","followUpInstructions","quietHours"],"idempotent":false,"hasBody":true},
+  listLeads: {"method":"GET","path":"/crm/leads","pathParams":[],"queryParams":["conversationId","phone","limit","cursor"],"bodyParams":[],"idempotent":false,"hasBody":true},
+  getLead: {"method":"GET","path":"/crm/leads/{leadId}","pathParams":["leadId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
+  listOpportunities: {"method":"GET","path":"/crm/opportunities","pathParams":[],"queryParams":["leadId","conversationId","stage","status","limit","cursor"],"bodyParams":[],"idempotent":false,"hasBody":true},
+  getOpportunity: {"method":"GET","path":"/crm/opportunities/{opportunityId}","pathParams":["opportunityId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
   listKnowledgeItems: {"method":"GET","path":"/knowledge/items","pathParams":[],"queryParams":["limit","cursor","status","sourceType","query","propertyFilter"],"bodyParams":[],"idempotent":false,"hasBody":true},
   searchKnowledge: {"method":"POST","path":"/knowledge/search","pathParams":[],"queryParams":[],"bodyParams":["query","propertyId","sourceTypes","limit"],"idempotent":false,"hasBody":true},
   updateAssetFolder: {"method":"PATCH","path":"/knowledge/asset-folders/{folderId}","pathParams":["folderId"],"queryParams":[],"bodyParams":["title","description","propertyId","active"],"idempotent":false,"hasBody":true},
@@ -1414,16 +1695,50 @@ export class ConversationsMessagesResource {
 }
 
 /**
+ * `client.conversations.handoff`
+ */
+
+export class ConversationsHandoffResource {
+
+  constructor(private readonly config: ResolvedClientConfig) {
+  }
+
+  /**
+   * A conversation's latest human handoff
+   *
+   * The latest handoff of the conversation to a human operator, open or resolved; 404 when the conversation never had one. openHandoff on the conversation says only whether one is open.
+   *
+   * `GET /conversations/{conversationId}/handoff` · scopes: conversations:read
+   */
+  get(input: GetHandoffInput, options?: CallOptions): Promise<GetHandoffResponse> {
+    return callOperation<GetHandoffResponse>(this.config, OPERATIONS.getHandoff, input, options);
+  }
+
+  /**
+   * Resolve the open human handoff
+   *
+   * Resolves the conversation’s open handoff (the human is done), optionally with a note, and emits conversation.handoff.updated (action resolved). 409 when none is open. Reviews, unread and needs-reply are left as they are.
+   *
+   * `POST /conversations/{conversationId}/handoff/resolve` · scopes: conversations:handoffs:write
+   */
+  resolve(input: ResolveHandoffInput, options?: CallOptions): Promise<ResolveHandoffResponse> {
+    return callOperation<ResolveHandoffResponse>(this.config, OPERATIONS.resolveHandoff, input, options);
+  }
+}
+
+/**
  * `client.conversations`
  */
 
 export class ConversationsResource {
   readonly reviews: ConversationsReviewsResource;
   readonly messages: ConversationsMessagesResource;
+  readonly handoff: ConversationsHandoffResource;
 
   constructor(private readonly config: ResolvedClientConfig) {
     this.reviews = new ConversationsReviewsResource(config);
     this.messages = new ConversationsMessagesResource(config);
+    this.handoff = new ConversationsHandoffResource(config);
   }
 
   /**
@@ -1544,6 +1859,113 @@ export class MessageRequestsResource {
 }
 
 /**
+ * `client.channels`
+ */
+
+export class ChannelsResource {
+
+  constructor(private readonly config: ResolvedClientConfig) {
+  }
+
+  /**
+   * List the business’s messaging channels
+   *
+   * Every messaging channel of the business (WhatsApp numbers, Messenger pages, Instagram accounts, webchat widgets) with its provider and connection status. Use a channelId from here to start a conversation or to check its templates.
+   *
+   * `GET /channels` · scopes: channels:read
+   */
+  list(input: ListChannelsInput = {}, options?: CallOptions): Promise<ListChannelsResponse> {
+    return callOperation<ListChannelsResponse>(this.config, OPERATIONS.listChannels, input, options);
+  }
+
+  /**
+   * Read a channel
+   *
+   * One messaging channel of the business with its provider and connection status.
+   *
+   * `GET /channels/{channelId}` · scopes: channels:read
+   */
+  get(input: GetChannelInput, options?: CallOptions): Promise<GetChannelResponse> {
+    return callOperation<GetChannelResponse>(this.config, OPERATIONS.getChannel, input, options);
+  }
+
+  /**
+   * Message templates of a channel and their readiness
+   *
+   * Every message template stored for the channel with its per-locale approval status and readiness, as last fetched from the provider (this call never refreshes them). Only a ready locale can start a conversation.
+   *
+   * `GET /channels/{channelId}/templates` · scopes: channels:read
+   */
+  templates(input: ListChannelTemplatesInput, options?: CallOptions): Promise<ListChannelTemplatesResponse> {
+    return callOperation<ListChannelTemplatesResponse>(this.config, OPERATIONS.listChannelTemplates, input, options);
+  }
+}
+
+/**
+ * `client.properties`
+ */
+
+export class PropertiesResource {
+
+  constructor(private readonly config: ResolvedClientConfig) {
+  }
+
+  /**
+   * List the business’s properties
+   *
+   * Every property (hotel, building) of the business. Use a propertyId as the propertyFilter of knowledge lists, or to tell which property a reservation belongs to.
+   *
+   * `GET /properties` · scopes: properties:read
+   */
+  list(input: ListPropertiesInput = {}, options?: CallOptions): Promise<ListPropertiesResponse> {
+    return callOperation<ListPropertiesResponse>(this.config, OPERATIONS.listProperties, input, options);
+  }
+}
+
+/**
+ * `client.contacts`
+ */
+
+export class ContactsResource {
+
+  constructor(private readonly config: ResolvedClientConfig) {
+  }
+
+  /**
+   * Read a contact
+   *
+   * One contact (a guest) with the consent the business recorded and whether the guest opted out.
+   *
+   * `GET /contacts/{contactId}` · scopes: contacts:read
+   */
+  get(input: GetContactInput, options?: CallOptions): Promise<GetContactResponse> {
+    return callOperation<GetContactResponse>(this.config, OPERATIONS.getContact, input, options);
+  }
+
+  /**
+   * Create or find a contact by phone, recording consent
+   *
+   * Finds the contact with this phone number (E.164) or creates it: 201 when created, 200 when it existed. Records the name and the consent the business collected (booking form, front desk) with its source; a conversation start needs that consent. Safe to repeat.
+   *
+   * `POST /contacts` · scopes: contacts:write
+   */
+  upsert(input: UpsertContactInput, options?: CallOptions): Promise<UpsertContactResponse> {
+    return callOperation<UpsertContactResponse>(this.config, OPERATIONS.upsertContact, input, options);
+  }
+
+  /**
+   * Change a contact's name, consent or opt-out
+   *
+   * Changes the name, records consent given or withdrawn (with its source), or records an opt-out; only the fields sent change. An opted-out contact is never messaged.
+   *
+   * `PATCH /contacts/{contactId}` · scopes: contacts:write
+   */
+  update(input: UpdateContactInput, options?: CallOptions): Promise<UpdateContactResponse> {
+    return callOperation<UpdateContactResponse>(this.config, OPERATIONS.updateContact, input, options);
+  }
+}
+
+/**
  * `client.reservations.lifecycleSettings`
  */
 
@@ -1613,6 +2035,42 @@ export class ReservationsResource {
    */
   forConversation(input: ListConversationReservationsInput, options?: CallOptions): Promise<ListConversationReservationsResponse> {
     return callOperation<ListConversationReservationsResponse>(this.config, OPERATIONS.listConversationReservations, input, options);
+  }
+
+  /**
+   * A reservation's lifecycle attempts, newest first
+   *
+   * Every evaluation of a guest-messaging lifecycle event for one mirrored reservation, newest first, 20 per page; continue with nextCursor while hasNext. Attempts are diagnostics, not delivery receipts.
+   *
+   * `GET /reservations/{integrationId}/{providerReservationId}/attempts` · scopes: reservations:read
+   */
+  attempts(input: ListReservationAttemptsInput, options?: CallOptions): Promise<ListReservationAttemptsResponse> {
+    return callOperation<ListReservationAttemptsResponse>(this.config, OPERATIONS.listReservationAttempts, input, options);
+  }
+
+  /**
+   * Every item of `attempts`, page after page (follows `nextCursor`).
+   */
+  iterateAttempts(input: Omit<ListReservationAttemptsInput, 'cursor'>, options?: CallOptions) {
+    return iterateOperation((cursor: string | undefined) => this.attempts({ ...input, cursor }, options), 'attempts');
+  }
+
+  /**
+   * Guest-messaging lifecycle receipts, newest first
+   *
+   * The messages the guest-messaging lifecycle queued (booking confirmed, pre-check-in, post-checkout review), newest first, 20 per page, with each message request’s current status: a receipt is not proof of delivery until its status is delivered. Continue with nextCursor while hasNext, keeping the filters.
+   *
+   * `GET /reservations/lifecycle-receipts` · scopes: reservations:read
+   */
+  lifecycleReceipts(input: ListLifecycleReceiptsInput = {}, options?: CallOptions): Promise<ListLifecycleReceiptsResponse> {
+    return callOperation<ListLifecycleReceiptsResponse>(this.config, OPERATIONS.listLifecycleReceipts, input, options);
+  }
+
+  /**
+   * Every item of `lifecycleReceipts`, page after page (follows `nextCursor`).
+   */
+  iterateLifecycleReceipts(input: Omit<ListLifecycleReceiptsInput, 'cursor'> = {}, options?: CallOptions) {
+    return iterateOperation((cursor: string | undefined) => this.lifecycleReceipts({ ...input, cursor }, options), 'receipts');
   }
 }
 
@@ -1743,16 +2201,98 @@ export class CrmSettingsResource {
 }
 
 /**
+ * `client.crm.leads`
+ */
+
+export class CrmLeadsResource {
+
+  constructor(private readonly config: ResolvedClientConfig) {
+  }
+
+  /**
+   * List sales leads, newest first
+   *
+   * Sales leads newest first, filtered by conversation or phone (E.164). A lead’s leadId and conversationId are what createFollowUp needs. Page with limit and nextCursor while hasMore is true.
+   *
+   * `GET /crm/leads` · scopes: crm:sales:read
+   */
+  list(input: ListLeadsInput = {}, options?: CallOptions): Promise<ListLeadsResponse> {
+    return callOperation<ListLeadsResponse>(this.config, OPERATIONS.listLeads, input, options);
+  }
+
+  /**
+   * Every item of `list`, page after page (follows `nextCursor`).
+   */
+  iterate(input: Omit<ListLeadsInput, 'cursor'> = {}, options?: CallOptions) {
+    return iterateOperation((cursor: string | undefined) => this.list({ ...input, cursor }, options), 'leads');
+  }
+
+  /**
+   * Read a sales lead
+   *
+   * One sales lead by id, with its phone and the conversation it came from (what createFollowUp needs).
+   *
+   * `GET /crm/leads/{leadId}` · scopes: crm:sales:read
+   */
+  get(input: GetLeadInput, options?: CallOptions): Promise<GetLeadResponse> {
+    return callOperation<GetLeadResponse>(this.config, OPERATIONS.getLead, input, options);
+  }
+}
+
+/**
+ * `client.crm.opportunities`
+ */
+
+export class CrmOpportunitiesResource {
+
+  constructor(private readonly config: ResolvedClientConfig) {
+  }
+
+  /**
+   * List sales opportunities, newest first
+   *
+   * Sales opportunities newest first, filtered by lead, conversation, stage or status; the same records the crm.opportunity.* events name. Page with limit and nextCursor while hasMore is true.
+   *
+   * `GET /crm/opportunities` · scopes: crm:sales:read
+   */
+  list(input: ListOpportunitiesInput = {}, options?: CallOptions): Promise<ListOpportunitiesResponse> {
+    return callOperation<ListOpportunitiesResponse>(this.config, OPERATIONS.listOpportunities, input, options);
+  }
+
+  /**
+   * Every item of `list`, page after page (follows `nextCursor`).
+   */
+  iterate(input: Omit<ListOpportunitiesInput, 'cursor'> = {}, options?: CallOptions) {
+    return iterateOperation((cursor: string | undefined) => this.list({ ...input, cursor }, options), 'opportunities');
+  }
+
+  /**
+   * Read a sales opportunity
+   *
+   * One sales opportunity by id, with its stage, status and revision.
+   *
+   * `GET /crm/opportunities/{opportunityId}` · scopes: crm:sales:read
+   */
+  get(input: GetOpportunityInput, options?: CallOptions): Promise<GetOpportunityResponse> {
+    return callOperation<GetOpportunityResponse>(this.config, OPERATIONS.getOpportunity, input, options);
+  }
+}
+
+/**
  * `client.crm`
  */
 
 export class CrmResource {
   readonly followUps: CrmFollowUpsResource;
   readonly settings: CrmSettingsResource;
+  readonly leads: CrmLeadsResource;
+  readonly opportunities: CrmOpportunitiesResource;
 
   constructor(private readonly config: ResolvedClientConfig) {
     this.followUps = new CrmFollowUpsResource(config);
     this.settings = new CrmSettingsResource(config);
+    this.leads = new CrmLeadsResource(config);
+    this.opportunities = new CrmOpportunitiesResource(config);
   }
 }
 
@@ -1960,6 +2500,9 @@ export class Api {
   readonly events: EventsResource;
   readonly conversations: ConversationsResource;
   readonly messageRequests: MessageRequestsResource;
+  readonly channels: ChannelsResource;
+  readonly properties: PropertiesResource;
+  readonly contacts: ContactsResource;
   readonly reservations: ReservationsResource;
   readonly crm: CrmResource;
   readonly knowledge: KnowledgeResource;
@@ -1969,6 +2512,9 @@ export class Api {
     this.events = new EventsResource(config);
     this.conversations = new ConversationsResource(config);
     this.messageRequests = new MessageRequestsResource(config);
+    this.channels = new ChannelsResource(config);
+    this.properties = new PropertiesResource(config);
+    this.contacts = new ContactsResource(config);
     this.reservations = new ReservationsResource(config);
     this.crm = new CrmResource(config);
     this.knowledge = new KnowledgeResource(config);
