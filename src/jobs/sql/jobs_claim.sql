@@ -1,11 +1,9 @@
 -- The job claim (src/jobs/job-repo.ts): leases up to p_limit jobs of p_tasks, never one of p_running (the worker's
 -- own): expired leases first, then due jobs oldest first, each taken in the order of its index (jobs_due_order,
 -- jobs_leased_order) so that the scan stops at the limit.
--- SET plan_cache_mode = force_generic_plan: the plan is kept per connection (the pool's sessions plan every
--- statement for its values otherwise, and planning this costs more than running it).
 CREATE OR REPLACE FUNCTION jobs_claim(p_worker text, p_lease_until timestamptz, p_now timestamptz, p_tasks text[], p_limit integer, p_running bigint[])
 RETURNS TABLE (id bigint, task text, tenant_id text, payload jsonb, attempts integer, max_attempts integer)
-LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+LANGUAGE plpgsql AS $$
 BEGIN
   RETURN QUERY WITH expired AS (
     SELECT j.id FROM jobs j

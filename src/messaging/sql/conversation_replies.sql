@@ -11,14 +11,12 @@
 -- The send rules (send_refusal) and the customer-service window (reply_window) are decided here, under the
 -- conversation's lock; a refusal returns its reason and the facts that explain it (src/messaging/reply.ts only
 -- maps them to the error).
--- SET plan_cache_mode = force_generic_plan: the plan is kept per connection (the pool's sessions plan every
--- statement for its values otherwise, and planning this costs more than running it).
 -- Its result type changes now and then: CREATE OR REPLACE cannot change it, so the old one goes first.
 DROP FUNCTION IF EXISTS conversation_replies(jsonb, text, text);
 CREATE OR REPLACE FUNCTION conversation_replies(p_replies jsonb, p_jobs_channel text, p_webhooks_channel text)
 RETURNS TABLE (ordinal integer, outcome text, stored_hash text, stored_status integer, stored_body jsonb,
                refusal text, window_hours integer, last_inbound timestamptz, window_closed_at timestamptz, deliveries integer)
-LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
   claims reply_claim[];
   decided integer[] := '{}';

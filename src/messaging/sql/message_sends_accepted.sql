@@ -5,11 +5,9 @@
 -- p_sends is a JSON array of {tenantId, requestId, providerMessageId, at, jobId, workerId, eventId, eventBody,
 -- eventReadScope, eventWriteScope}. Outcomes: sent, unchanged (recorded, no move), missing (the request is gone:
 -- nothing written), lease_lost (another worker holds the job: nothing written).
--- SET plan_cache_mode = force_generic_plan: the plan is kept per connection (the pool's sessions plan every
--- statement for its values otherwise, and planning this costs more than running it).
 CREATE OR REPLACE FUNCTION message_sends_accepted(p_sends jsonb, p_webhooks_channel text)
 RETURNS TABLE (ordinal integer, outcome text, deliveries integer)
-LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
   s record;
   v_status text;

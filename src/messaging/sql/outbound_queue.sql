@@ -3,10 +3,8 @@
 -- message.created (webhook_emit). Returns the job's id and how many webhook deliveries the event fanned out to.
 -- A send job carries no dedupe key: the request it sends is created here, so no other job could hold it, and the
 -- send job never sends a request twice (src/messaging/pipeline.ts).
--- SET plan_cache_mode = force_generic_plan: the plan is kept per connection (the pool's sessions plan every
--- statement for its values otherwise, and planning this costs more than running it).
 CREATE OR REPLACE FUNCTION outbound_queue(m outbound_message, OUT job_id bigint, OUT deliveries integer)
-LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO messages (id, tenant_id, conversation_id, direction, text, request_event_id, created_at)
   VALUES (m.message_id, m.tenant_id, m.conversation_id, 'outbound', m.text, m.request_id, m.at);

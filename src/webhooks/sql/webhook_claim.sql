@@ -12,14 +12,12 @@
 -- first within it. key_ok says whether the owning key is in force (api_key_in_force); the dispatcher checks its
 -- scopes with hasScope (src/auth/scopes.ts). Always one row at least: with a null id when nothing was claimed,
 -- for the round robin's position.
--- SET plan_cache_mode = force_generic_plan: the plan is kept per connection (the pool's sessions plan every
--- statement for its values otherwise, and planning this costs more than running it).
 CREATE OR REPLACE FUNCTION webhook_claim(p_worker text, p_now timestamptz, p_lease_until timestamptz, p_limit integer, p_subscriptions integer,
                               p_after text, p_hosts text[], p_room integer[], p_default_room integer)
 RETURNS TABLE (id text, tenant_id text, event_id text, event_type text, subscription_id text, cycle_attempts integer, body text,
                url text, host text, active boolean, deleted boolean, secret_sealed text, key_ok boolean, key_scopes text[],
                paced_wake_at timestamptz, last_visited text, visited integer)
-LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 BEGIN
   RETURN QUERY

@@ -1,10 +1,8 @@
 -- The outbox write of emit() (src/webhooks/events.ts): the event and its fan-out to one pending delivery per
 -- matching active subscription of the tenant whose owning key may receive it (api_key_grants with the event's read
 -- scope or the matching write scope). Returns how many deliveries were written.
--- SET plan_cache_mode = force_generic_plan: the plan is kept per connection (the pool's sessions plan every
--- statement for its values otherwise, and planning this costs more than running it).
 CREATE OR REPLACE FUNCTION webhook_emit(p_tenant_id text, p_event_id text, p_type text, p_at timestamptz, p_body text, p_read_scope text, p_write_scope text)
-RETURNS integer LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE
   fanned_out integer;
 BEGIN

@@ -5,14 +5,12 @@
 -- resets the streak, failures after the last success extend it and the first of them starts the auto-disable
 -- clock). Returns the active subscriptions of the batch that have now failed every attempt for
 -- p_disable_after_ms, at least p_min_failures times: the caller disables them (webhook_disable_failing).
--- SET plan_cache_mode = force_generic_plan: the plan is kept per connection (the pool's sessions plan every
--- statement for its values otherwise, and planning this costs more than running it).
 CREATE OR REPLACE FUNCTION webhook_record_outcomes(p_worker text, p_ids text[], p_tenants text[], p_subscriptions text[], p_status text[],
                                         p_next_attempt_at timestamptz[], p_http_status integer[], p_failure_code text[],
                                         p_finished_at timestamptz[], p_started_at timestamptz[], p_duration_ms integer[], p_error text[],
                                         p_disable_after_ms bigint, p_min_failures integer)
 RETURNS TABLE (failing_id text)
-LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
   applied text[];
   any_failure boolean;
