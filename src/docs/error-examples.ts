@@ -1,4 +1,3 @@
-import type { TObject } from 'typebox';
 import { statusOf, type ErrorCode } from '../errors.js';
 import type { KnownError, Operation } from '../operations/define.js';
 
@@ -9,27 +8,43 @@ export interface ErrorExample {
   value: { error: { code: ErrorCode; message: string; details: Record<string, unknown> } };
 }
 
-/** What a 404 names for an id field (the services' `notFound(…)` words); other fields are spelled out from their name. */
-const NOUNS: Record<string, string> = {
+/** What a 404 names for a path parameter (the services' `notFound(…)` words); others are spelled out from their name. */
+const PATH_NOUNS: Record<string, string> = {
   subscriptionId: 'webhook subscription',
   deliveryId: 'webhook delivery',
   requestEventId: 'message request',
+  followUpId: 'follow-up',
   folderId: 'asset folder',
   sourceId: 'asset',
   jobId: 'crawl job',
-  owner: 'operator',
-  operatorId: 'operator',
-  propertyFilter: 'property',
 };
 
-function nounOf(field: string): string {
-  return NOUNS[field] ?? field.replace(/Id$/, '').replace(/[A-Z]/g, (letter) => ` ${letter.toLowerCase()}`);
-}
+/** Query and body fields that name a record the operation looks up (a foreign one is 404 like a missing one). */
+const REFERENCE_NOUNS: Record<string, string> = {
+  channelId: 'channel',
+  conversationId: 'conversation',
+  leadId: 'lead',
+  owner: 'operator',
+  operatorId: 'operator',
+  assignedOperatorId: 'operator',
+  integrationId: 'integration',
+  propertyId: 'property',
+  propertyFilter: 'property',
+  websiteId: 'website',
+  folderId: 'asset folder',
+};
 
-/** Fields that name another record: path ids first, then query and body ids (a foreign one is 404 like a missing one). */
-function referenceFields(operation: Operation): string[] {
-  const ids = (part: TObject | undefined) => Object.keys(part?.properties ?? {}).filter((name) => /Id$/.test(name) || name in NOUNS);
-  return [...new Set([...ids(operation.params), ...ids(operation.query), ...ids(operation.body)])];
+/** `[field, noun]` of every record an operation names: path parameters first, then the query's and body's references. */
+function references(operation: Operation): Array<[string, string]> {
+  const out = new Map<string, string>();
+  for (const field of Object.keys(operation.params.properties)) out.set(field, PATH_NOUNS[field] ?? field.replace(/Id$/, '').replace(/[A-Z]/g, (letter) => ` ${letter.toLowerCase()}`));
+  for (const part of [operation.query, operation.body]) {
+    for (const field of Object.keys(part?.properties ?? {})) {
+      const noun = REFERENCE_NOUNS[field];
+      if (noun && !out.has(field)) out.set(field, noun);
+    }
+  }
+  return [...out];
 }
 
 function example(name: string, summary: string, code: ErrorCode, message: string, details: Record<string, unknown> = {}): ErrorExample {
@@ -38,9 +53,11 @@ function example(name: string, summary: string, code: ErrorCode, message: string
 
 function validationExamples(operation: Operation): ErrorExample[] {
   const out = [example('unknownProperty', 'An unknown query parameter', 'M2M_INVALID_REQUEST', 'query.colour: unknown property', { issues: [{ path: 'query.colour', message: 'unknown property' }] })];
-  const required = operation.body?.required;
-  const first = Array.isArray(required) ? required.find((name): name is string => typeof name === 'string') : undefined;
-  if (first) out.unshift(example('missingField', `body.${first} missing`, 'M2M_INVALID_REQUEST', `body.${first}: is required`, { issues: [{ path: `body.${first}`, message: 'is required' }] }));
+  for (const [where, part] of [['query', operation.query], ['body', operation.body]] as const) {
+    const required = part?.required;
+    const first = Array.isArray(required) ? required.find((name): name is string => typeof name === 'string') : undefined;
+    if (first) out.unshift(example(`missing${where === 'body' ? 'Body' : 'Query'}Field`, `${where}.${first} missing`, 'M2M_INVALID_REQUEST', `${where}.${first}: is required`, { issues: [{ path: `${where}.${first}`, message: 'is required' }] }));
+  }
   if (operation.idempotency?.key === 'required') {
     out.push(example('missingIdempotencyKey', 'No Idempotency-Key header', 'M2M_INVALID_REQUEST', "headers.idempotency-key: is required", { issues: [{ path: 'headers.idempotency-key', message: 'is required' }] }));
   }
@@ -74,7 +91,7 @@ export function errorExamples(operation: Operation): Map<number, ErrorExample[]>
   if (operation.body) add(415, example('unsupportedMediaType', 'A body that is not JSON', 'M2M_UNSUPPORTED_MEDIA_TYPE', 'send request bodies as application/json'));
   add(429, example('rateLimited', 'Too many requests for this key', 'M2M_RATE_LIMITED', 'too many requests for this API key; retry after the Retry-After delay', { retryAfterSeconds: 1 }));
   if (operation.errors.includes(404)) {
-    for (const field of referenceFields(operation)) add(404, example(`${camel(field)}NotFound`, `Unknown or another business's ${field}`, 'M2M_NOT_FOUND', `${nounOf(field)} not found`));
+    for (const [field, noun] of references(operation)) add(404, example(`${field}NotFound`, `Unknown or another business's ${field}`, 'M2M_NOT_FOUND', `${noun} not found`));
   }
   if (operation.idempotency) {
     add(409, example('idempotencyKeyReused', 'The same Idempotency-Key with a different request', 'M2M_IDEMPOTENCY_CONFLICT', 'Idempotency-Key was already used with a different request', { idempotencyKey: 'a3f1c2d4-send-1' }));

@@ -73,7 +73,13 @@ function operationNotes(operation: Operation): string {
 /** Every error status of the operation with real example answers (Swagger UI shows them in a menu). */
 function documentErrors(entry: Json, operation: Operation): void {
   const responses: Json = isObject(entry.responses) ? entry.responses : {};
-  for (const [status, examples] of errorExamples(operation)) {
+  const byStatus = errorExamples(operation);
+  for (const status of operation.errors) {
+    // A status the contract names for the operation but no code path of this server answers: said plainly, no invented example.
+    const response = responses[String(status)];
+    if (!byStatus.has(status) && isObject(response)) response.description = `${ERROR_TITLES[status] ?? 'Error'}: reserved by the contract; this server does not answer it today`;
+  }
+  for (const [status, examples] of byStatus) {
     const existing = responses[String(status)];
     const response: Json = isObject(existing) ? existing : { content: { 'application/json': { schema: ERROR_SCHEMA } } };
     response.description = ERROR_TITLES[status] ?? 'Error';
