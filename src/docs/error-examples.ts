@@ -77,12 +77,14 @@ function camel(snake: string): string {
 
 /**
  * Every error an operation answers, by status, as examples of real answers: the ones every operation shares
- * (401, 403 naming its scopes, 429), validation (400), a 404 for each record it names, 409 for its
- * Idempotency-Key, and the errors of its own causes as it declares them (`errors` in its declaration).
+ * (401, 403 naming its scopes, 415, 429), validation (400), a 404 for each record it names, 409 for its
+ * Idempotency-Key, and before them the errors of its own causes as it declares them (`errors` in its declaration).
  */
 export function errorExamples(operation: Operation): Map<number, ErrorExample[]> {
   const byStatus = new Map<number, ErrorExample[]>();
   const add = (status: number, item: ErrorExample) => byStatus.set(status, [...(byStatus.get(status) ?? []), item]);
+  // The operation's own causes first: the page shows a status's first example unless another is chosen.
+  operation.knownErrors.forEach((error, index) => add(error.status, fromKnown(error, index)));
   for (const item of validationExamples(operation)) add(statusOf[item.value.error.code], item);
   add(401, example('missingCredentials', 'No Authorization header', 'M2M_AUTH_MISSING_CREDENTIALS', 'send the API key as "Authorization: Bearer <API_KEY>"'));
   add(401, example('invalidCredentials', 'An unknown, revoked or expired key', 'M2M_AUTH_INVALID_CREDENTIALS', 'the API key is unknown, revoked or expired'));
@@ -97,6 +99,5 @@ export function errorExamples(operation: Operation): Map<number, ErrorExample[]>
     add(409, example('idempotencyKeyReused', 'The same Idempotency-Key with a different request', 'M2M_IDEMPOTENCY_CONFLICT', 'Idempotency-Key was already used with a different request', { idempotencyKey: 'a3f1c2d4-send-1' }));
     add(409, example('idempotencyKeyInFlight', 'A retry while the first request still runs', 'M2M_IDEMPOTENCY_CONFLICT', 'a request with this Idempotency-Key is still being processed; retry later', { idempotencyKey: 'a3f1c2d4-send-1' }));
   }
-  operation.knownErrors.forEach((error, index) => add(error.status, fromKnown(error, index)));
   return byStatus;
 }
