@@ -110,6 +110,7 @@ export const conversationContentOperations = [
     errors: [
       404,
       { status: 400, code: 'M2M_INVALID_REQUEST', reason: 'channel_unavailable', message: 'the conversation channel is not available for sending', details: { issues: [{ path: 'path.conversationId', message: 'its channel is not available' }] } },
+      { status: 409, code: 'M2M_CONFLICT', reason: 'recipient_no_consent', message: 'the contact has not given consent to be contacted' },
       { status: 409, code: 'M2M_CONFLICT', reason: 'recipient_opted_out', message: 'the contact has opted out' },
       {
         status: 409,
