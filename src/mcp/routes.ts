@@ -17,6 +17,8 @@ import { AREAS } from '../operations/define.js';
 import { IDEMPOTENCY_KEY_LENGTH, isIdempotencyKey } from '../platform/idempotency.js';
 import { JsonText } from '../platform/json-text.js';
 import { checkArguments } from './arguments.js';
+import { markGuestText, UNTRUSTED_NOTE } from './guest-text.js';
+import { SERVER_INSTRUCTIONS } from './instructions.js';
 import { buildTools, parseToolFilter, toolVisible, type Tool, type ToolFilter } from './tools.js';
 
 /** The operations' services, and the log for a tool that fails unexpectedly. */
@@ -30,8 +32,28 @@ const McpQuery = Type.Object(
   Strict,
 );
 
-function errorResult(code: ErrorCode, message: string, details: Record<string, unknown> = {}): CallToolResult {
-  return { isError: true, content: [{ type: 'text', text: JSON.stringify(errorBody(code, message, details)) }] };
+/** A tool's error: the REST error body, with the request id in `details` (a tool result has no headers to carry it). */
+function errorResult(requestId: string, code: ErrorCode, message: string, details: Record<string, unknown> = {}): CallToolResult {
+  return { isError: true, content: [{ type: 'text', text: JSON.stringify(errorBody(code, message, { ...details, requestId })) }] };
+}
+
+/** Why a tool that exists is not offered on this connection, when its toolsets or read-only mode hide it. */
+function hiddenBecause(tool: Tool, filter: ToolFilter): { reason: string; message: string } | undefined {
+  const { area } = tool.operation;
+  if (filter.toolsets && !filter.toolsets.has(area)) {
+    const selected = [...filter.toolsets].join(', ') || '(none)';
+    return { reason: 'tool_not_in_toolsets', message: `tool ${tool.name} is not in the selected toolsets: ${selected}; it belongs to toolset ${area}` };
+  }
+  if (filter.readOnly && !tool.operation.readOnly) return { reason: 'tool_hidden_by_readonly', message: `tool ${tool.name} is hidden by readonly=true: it changes data` };
+  return undefined;
+}
+
+/** A successful result: the REST body, guest-written text marked as untrusted (and a note saying so when any is). */
+function successResult(text: string): CallToolResult {
+  const { value, marked } = markGuestText(JSON.parse(text));
+  const structured = value !== null && typeof value === 'object' && !Array.isArray(value) ? { structuredContent: Object.fromEntries(Object.entries(value)) } : {};
+  if (!marked) return { content: [{ type: 'text', text }], ...structured };
+  return { content: [{ type: 'text', text: JSON.stringify(value) }, { type: 'text', text: UNTRUSTED_NOTE }], ...structured };
 }
 
 /** Splits a tool's arguments into the operation's parts and validates each with its own schema (defaults applied). */
@@ -63,32 +85,30 @@ function validateInput(tool: Tool, args: Record<string, unknown>): { input: Reco
 
 /** One MCP server per request (stateless Streamable HTTP): tools run as the request's API key. */
 function mcpServer(services: McpServices, principal: Principal, requestId: string, tools: Map<string, Tool>, filter: ToolFilter): Server {
-  const server = new Server({ name: 'm2m-messaging-api', version: '1.0.0' }, { capabilities: { tools: {} } });
+  const server = new Server({ name: 'm2m-messaging-api', version: '1.0.0' }, { capabilities: { tools: {} }, instructions: SERVER_INSTRUCTIONS });
   const allowed = (tool: Tool) => refusedScopes(principal.scopes, tool.operation.scopes, tool.operation.scopeMode).length === 0;
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
     tools: [...tools.values()].filter((tool) => toolVisible(tool, filter, allowed(tool))).map((tool) => tool.definition),
   }));
   server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
     const tool = tools.get(request.params.name);
-    if (!tool || !toolVisible(tool, filter, true)) return errorResult('M2M_NOT_FOUND', `unknown tool ${request.params.name}`, { requestId });
+    if (!tool) return errorResult(requestId, 'M2M_NOT_FOUND', `unknown tool ${request.params.name}`);
+    const hidden = hiddenBecause(tool, filter);
+    if (hidden) return errorResult(requestId, 'M2M_INVALID_REQUEST', hidden.message, { reason: hidden.reason });
     const missing = refusedScopes(principal.scopes, tool.operation.scopes, tool.operation.scopeMode);
     if (missing.length > 0) {
       const error = insufficientScope([...tool.operation.scopes], missing);
-      return errorResult(error.code, error.message, error.details);
+      const needs = tool.operation.scopeMode === 'any' ? `one of the scopes ${missing.join(', ')}` : `scope ${missing.join(', ')}`;
+      return errorResult(requestId, error.code, `tool ${tool.name} needs ${needs}, which this API key lacks`, error.details);
     }
     try {
       const { input, idempotencyKey } = validateInput(tool, request.params.arguments ?? {});
       const result = await executeOperation(services, tool.operation, keyCtx(principal, requestId), input, idempotencyKey);
-      const text = result.body instanceof JsonText ? result.body.text : tool.serialize(result.body);
-      const structured: unknown = JSON.parse(text);
-      return {
-        content: [{ type: 'text', text }],
-        ...(structured !== null && typeof structured === 'object' && !Array.isArray(structured) ? { structuredContent: Object.fromEntries(Object.entries(structured)) } : {}),
-      };
+      return successResult(result.body instanceof JsonText ? result.body.text : tool.serialize(result.body));
     } catch (error) {
-      if (error instanceof DomainError) return errorResult(error.code, error.message, error.details);
+      if (error instanceof DomainError) return errorResult(requestId, error.code, error.message, error.details);
       services.log.error({ err: error, tool: tool.name, requestId }, 'MCP tool failed');
-      return errorResult('M2M_INTERNAL_ERROR', 'internal error', { requestId });
+      return errorResult(requestId, 'M2M_INTERNAL_ERROR', 'internal error');
     }
   });
   return server;

@@ -48,9 +48,14 @@ function inputSchema(operation: Operation): Tool['definition']['inputSchema'] {
   return { type: 'object', properties, ...(required.length > 0 ? { required } : {}), additionalProperties: false };
 }
 
+/** Operations named in a description (`getMessageRequestStatus`), as a model sees them: by tool name. */
+const OPERATION_NAMES = new RegExp(`\\b(${OPERATIONS.map((operation) => operation.operationId).join('|')})\\b`, 'g');
+
+/** The operation's description in a tool's words: other operations by tool name, the Idempotency-Key header as the argument. */
 function describe(operation: Operation): string {
+  const text = operation.description.replace(OPERATION_NAMES, (operationId) => toolName(operationId)).replace(/Idempotency-Key/g, 'idempotencyKey');
   const toolsetNote = `Toolset: ${operation.area}. Requires ${operation.scopeMode === 'any' ? 'any of the scopes' : 'scopes'}: ${operation.scopes.join(', ')}.`;
-  return `${operation.description}\n\n${toolsetNote}`;
+  return `${text}\n\n${toolsetNote}`;
 }
 
 function buildTool(operation: Operation<CatalogueServices>, ajv: Ajv): Tool {

@@ -2,6 +2,7 @@ import { Type, type Static, type TObject, type TSchema } from 'typebox';
 import type { Ctx } from '../context.js';
 import type { JsonText } from '../platform/json-text.js';
 import type { Scope, ScopeMode } from '../auth/scopes.js';
+import type { ErrorCode } from '../errors.js';
 import { Strict } from '../http/schemas.js';
 import type { IdempotencyKeyUse } from '../platform/idempotency.js';
 
@@ -56,6 +57,18 @@ export function replayable<T>(result: { body: T; replayed: boolean }): Replayabl
   return new Replayable(result.body, result.replayed);
 }
 
+/**
+ * An error an operation answers for a cause of its own, documented on the reference page as a real example:
+ * the code, the `details.reason` when it sets one, and the message (and other details) it answers with.
+ */
+export interface KnownError {
+  status: number;
+  code: ErrorCode;
+  reason?: string;
+  message: string;
+  details?: Record<string, unknown>;
+}
+
 /** What every operation has, whatever its surface. */
 interface OperationShape {
   /** camelCase, unique within its surface (each surface is one OpenAPI document); MCP tools are named from it. */
@@ -93,8 +106,11 @@ export interface OperationSpec<S, P extends TObject, Q extends TObject, B extend
   response: R;
   /** Other success statuses the handler may answer (with `WithStatus`, as an upsert that created: 201); same body schema. */
   alsoStatus?: readonly SuccessStatus[];
-  /** Error statuses besides 400, 401, 403 and 429 (documented on every operation). */
-  errors?: readonly number[];
+  /**
+   * Error statuses besides 400, 401, 403 and 429 (documented on every operation), and the errors of its own
+   * causes (each one documents its status too).
+   */
+  errors?: readonly (number | KnownError)[];
   /** A request body example (operations with a body) and a response example. */
   examples: { request?: Static<B>; response?: Static<R> };
   /** Not in the spec's contract: an addition of ours (`x-extension`). */
@@ -158,6 +174,8 @@ interface DeclaredOperation<S> extends OperationShape {
  */
 export interface Operation<S = never> extends OperationIdentity, DeclaredOperation<S> {
   surface: 'public';
+  /** The errors of its own causes, as declared (their statuses are in `errors`). */
+  knownErrors: readonly KnownError[];
   scopeMode: ScopeMode;
   examples: { request?: unknown; response?: unknown };
   extension: boolean;
@@ -205,7 +223,6 @@ export function defineOperation<S, P extends TObject, Q extends TObject, B exten
     body: spec.body,
     status: spec.status,
     response: spec.response,
-    errors: spec.errors ?? [],
     bodyLimit: spec.bodyLimit,
   };
   if (spec.surface === 'admin') {
@@ -213,6 +230,7 @@ export function defineOperation<S, P extends TObject, Q extends TObject, B exten
     return {
       ...shape,
       surface: 'admin',
+      errors: spec.errors ?? [],
       statuses: [spec.status, ...(spec.alsoStatus ?? [])],
       // The admin routes validate `input` against params, query and body, and take the tenant out of it, before calling run.
       run: (services, ctx, input) => handler(services, ctx, input as AdminInput<P, Q, B>),
@@ -220,8 +238,13 @@ export function defineOperation<S, P extends TObject, Q extends TObject, B exten
   }
   const handler = spec.handler;
   const readOnly = spec.hints?.readOnly ?? spec.method === 'GET';
+  const declared = spec.errors ?? [];
+  const knownErrors = declared.filter((error): error is KnownError => typeof error !== 'number');
+  const statuses = declared.map((error) => (typeof error === 'number' ? error : error.status));
   return {
     ...shape,
+    errors: [...new Set(statuses)],
+    knownErrors,
     surface: 'public',
     statuses: [spec.status, ...(spec.alsoStatus ?? [])],
     sdk: spec.sdk,

@@ -96,7 +96,12 @@ export const reservationOperations = [
     body: LifecycleSettingBody,
     status: 200,
     response: IntegrationSettings,
-    errors: [404],
+    errors: [
+      404,
+      { status: 400, code: 'M2M_INVALID_REQUEST', reason: 'sender_required', message: 'enabling an event needs a sender: give channelId, an available WhatsApp channel', details: { issues: [{ path: 'body.channelId', message: 'enabling an event needs a sender: give channelId, an available WhatsApp channel' }] } },
+      { status: 400, code: 'M2M_INVALID_REQUEST', reason: 'channel_not_whatsapp', message: 'the sender must be a WhatsApp channel', details: { issues: [{ path: 'body.channelId', message: 'the sender must be a WhatsApp channel' }] } },
+      { status: 400, code: 'M2M_INVALID_REQUEST', reason: 'channel_unavailable', message: 'the WhatsApp channel is not available for sending', details: { issues: [{ path: 'body.channelId', message: 'the WhatsApp channel is not available for sending' }] } },
+    ],
     examples: { request: { eventType: 'pre_checkin', enabled: true, channelId: 'chn_4f5g6h7j8k9l0z1x2c3v' }, response: integration },
     handler: (s: ReservationOperationServices, ctx, input) => s.reservations.updateLifecycleSetting(ctx, input),
   }),

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser } from 'playwright-core';
+import { EVENT_TYPES } from '../../src/events/types.js';
 import { OPERATIONS } from '../../src/operations/catalogue.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 
@@ -44,6 +45,40 @@ test('GET /m2m/v1/docs renders every operation from openapi.json, with nothing f
   const offServer = requested.filter((url) => !url.startsWith(origin) && !url.startsWith('data:'));
   assert.deepEqual(offServer, [], 'no request leaves the server');
   assert.ok(requested.some((url) => url === `${origin}/m2m/v1/openapi.json`));
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('the page teaches: the introduction renders, an operation shows its scopes and real error examples, webhooks are listed', async () => {
+  const page = await browser.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (error) => errors.push(error.message));
+  await page.goto(`${origin}/m2m/v1/docs`);
+  await page.waitForSelector('.opblock', { timeout: 60_000 });
+  const headings = await page.$$eval('.info h2', (nodes) => nodes.map((node) => node.textContent?.trim() ?? ''));
+  for (const heading of ['Authentication', 'Scopes', 'Errors', 'Idempotency', 'Pagination', 'Rate limits', 'Versioning', 'Webhooks']) assert.ok(headings.includes(heading), `introduction: ${heading}`);
+  const introduction = (await page.textContent('.info')) ?? '';
+  assert.match(introduction, /M2M_AUTH_INSUFFICIENT_SCOPE/);
+  assert.match(introduction, /X-Service-Signature/);
+
+  const start = OPERATIONS.find((op) => op.operationId === 'startConversation')!;
+  const block = `#operations-${start.tag}-${start.operationId}`;
+  await page.click(`${block} .opblock-summary`);
+  await page.waitForSelector(`${block} .responses-wrapper`);
+  const description = (await page.textContent(`${block} .opblock-description-wrapper`)) ?? '';
+  assert.match(description, /Scopes: conversations:write/);
+  assert.match(description, /recipient_no_consent \(409\)/);
+  const conflict = `${block} .response[data-code="409"]`;
+  const options = await page.$$eval(`${conflict} select option`, (nodes) => nodes.map((node) => node.textContent?.trim() ?? ''));
+  assert.ok(options.includes('recipient_no_consent') && options.includes('The same Idempotency-Key with a different request'), options.join(' | '));
+  const shown = (await page.textContent(`${conflict} .example, ${conflict} .microlight`)) ?? '';
+  assert.match(shown, /"reason": "recipient_no_consent"/, 'the operation’s own refusal is the example shown first');
+  const forbidden = (await page.textContent(`${block} .response[data-code="403"]`)) ?? '';
+  assert.match(forbidden, /"missingScopes"/);
+  assert.doesNotMatch(forbidden, /"code": "string"/, 'no placeholder example');
+
+  const webhooks = await page.$$eval('.webhooks .opblock-summary-path', (nodes) => nodes.map((node) => node.textContent?.trim() ?? ''));
+  for (const type of EVENT_TYPES) assert.ok(webhooks.some((text) => text.includes(type)), `webhook ${type} listed: ${webhooks.join(', ')}`);
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -52,7 +52,11 @@ export const crawlOperations = [
     body: StartCrawlBody,
     status: 202,
     response: CrawlJobEnvelope,
-    errors: [404, 409],
+    errors: [
+      404,
+      { status: 409, code: 'M2M_CONFLICT', message: 'a crawl of this website is already queued or running', details: { jobId: 'crj_3e4r5t6y7u8i9o0p1a2s', websiteId: 'web_8u7y6t5r4e3w2q1a0s9d' } },
+      { status: 409, code: 'M2M_CONFLICT', message: 'a website with this root URL and scope exists already; start a crawl of it with its websiteId', details: { websiteId: 'web_8u7y6t5r4e3w2q1a0s9d' } },
+    ],
     extension: true,
     hints: { openWorld: true },
     examples: { request: { rootUrl: 'https://hotel.example/', crawlDepth: 3, maxPages: 100 }, response: { job: { ...job, status: 'queued', progress: { phase: 'queued', pagesDiscovered: 0, pagesProcessed: 0, chunksEmbedded: 0 } } } },
