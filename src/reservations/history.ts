@@ -22,7 +22,10 @@ export class ReservationHistoryService {
   async attempts({ tenantId }: Ctx, input: Static<typeof AttemptsParams> & Static<typeof AttemptsQuery>) {
     const binding = { tenantId, integrationId: input.integrationId, providerReservationId: input.providerReservationId };
     const reservationId = await historyRepo.reservationId(this.db, tenantId, input.integrationId, input.providerReservationId);
-    if (!reservationId) throw notFound('reservation');
+    if (!reservationId) {
+      if (!(await integrationRepo.get(this.db, tenantId, input.integrationId))) throw notFound('integration');
+      throw notFound('provider reservation');
+    }
     const beforeId = input.cursor ? this.cursors.decode<number>('reservation-attempts', binding, input.cursor) : undefined;
     const rows = await historyRepo.attempts(this.db, tenantId, reservationId, { limit: PAGE_SIZE + 1, beforeId });
     const { page, hasMore, next } = this.cursors.page('reservation-attempts', binding, rows, PAGE_SIZE, (last) => last.id);

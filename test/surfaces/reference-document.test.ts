@@ -52,7 +52,7 @@ test('the introduction covers authentication, scopes, errors, idempotency, pagin
   assert.match(intro, /m2m_live_/);
   assert.match(intro, /RateLimit-Remaining/);
   // The signature example is the scheme's own test vector, and the server signs it the same way.
-  const vector = JSON.parse(readFileSync(new URL('../../shared/spec/webhook-signature-vectors.json', import.meta.url), 'utf8')).cases.find((c: { body: string }) => c.body === '');
+  const vector = JSON.parse(readFileSync(new URL('../../../shared/spec/webhook-signature-vectors.json', import.meta.url), 'utf8')).cases.find((c: { body: string }) => c.body === '');
   assert.ok(intro.includes(vector.header));
   assert.equal(signatureHeader(vector.secret, vector.timestamp, vector.body), vector.header);
 });
