@@ -1,0 +1,26 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Db } from '../../src/db/driver.js';
+import { sharedDatabase } from '../helpers/shared-db.js';
+
+// The planner is left as the server configures it: no connection of ours carries planner settings of its own.
+
+let database: Awaited<ReturnType<typeof sharedDatabase>>;
+let db: Db;
+
+before(async () => {
+  database = await sharedDatabase();
+  db = await database.open();
+});
+after(async () => {
+  await db.close();
+  await database.drop();
+});
+
+test("the database's connections keep the server's planner settings", async () => {
+  // Nothing in the code tunes the planner per connection or per session (enable_*, jit, plan_cache_mode, …).
+  const tuned = await db.query<{ name: string; source: string }>(
+    `SELECT name, source FROM pg_settings WHERE category LIKE 'Query Tuning%' AND source IN ('client', 'session') ORDER BY name`,
+  );
+  assert.deepEqual(tuned, []);
+});
