@@ -22,6 +22,7 @@ import { ReservationHistoryService } from './reservations/history.js';
 import { TenantService } from './tenants/service.js';
 import { KnowledgeService } from './knowledge/service.js';
 import { AssetService } from './knowledge/assets.js';
+import { KnowledgeSourceService } from './knowledge/sources.js';
 import { createBlobStore, type BlobStore } from './knowledge/blob-store.js';
 import { CrawlService } from './knowledge/crawler/service.js';
 import { createEmbedder } from './knowledge/crawler/worker.js';
@@ -58,6 +59,7 @@ export interface Services {
   blobs: BlobStore;
   knowledge: KnowledgeService;
   knowledgeAssets: AssetService;
+  knowledgeSources: KnowledgeSourceService;
   crawls: CrawlService;
 }
 
@@ -92,7 +94,8 @@ export function createServices(deps: { config: Config; db: Db; clock: Clock; key
     reservationHistory: new ReservationHistoryService(db, cursors),
     blobs,
     knowledge: new KnowledgeService(db, clock, cursors, blobs, config.allowPrivateDestinations, createEmbedder(config)),
-    knowledgeAssets: new AssetService(db, clock, blobs, keyring.signingKey),
+    knowledgeAssets: new AssetService(db, clock, blobs, keyring.signingKey, cursors),
+    knowledgeSources: new KnowledgeSourceService(db, clock, blobs),
     crawls: new CrawlService(db, clock, config.allowPrivateDestinations),
   };
 }

@@ -92,7 +92,8 @@ export function errorExamples(operation: Operation): Map<number, ErrorExample[]>
   add(403, example('insufficientScope', `The key lacks ${scopes.join(operation.scopeMode === 'any' ? ' or ' : ' and ')}`, 'M2M_AUTH_INSUFFICIENT_SCOPE', `the credential lacks the required scope: ${scopes.join(', ')}`, { requiredScopes: scopes, missingScopes: scopes }));
   if (operation.body) add(415, example('unsupportedMediaType', 'A body that is not JSON', 'M2M_UNSUPPORTED_MEDIA_TYPE', 'send request bodies as application/json'));
   add(429, example('rateLimited', 'Too many requests for this key', 'M2M_RATE_LIMITED', 'too many requests for this API key; retry after the Retry-After delay', { retryAfterSeconds: 1 }));
-  if (operation.errors.includes(404)) {
+  // An operation that declares its own 404 (a noun the path parameter's name would get wrong) documents that one.
+  if (operation.errors.includes(404) && !operation.knownErrors.some((error) => error.status === 404)) {
     for (const [field, noun] of references(operation)) add(404, example(`${field}NotFound`, `Unknown or another business's ${field}`, 'M2M_NOT_FOUND', `${noun} not found`));
   }
   if (operation.idempotency) {

@@ -1,16 +1,17 @@
 import type { Static } from 'typebox';
 import { transactionOf, type Ctx } from '../context.js';
-import type { CreateAssetBody, CreateFolderBody, FolderParams, MoveAssetBody, PatchFolderBody, SourceParams } from './schema.js';
+import type { CreateAssetBody, CreateFolderBody, FolderListQuery, FolderParams, MoveAssetBody, PatchFolderBody, SourceParams } from './schema.js';
 import { timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import type { Db, Queryable } from '../db/driver.js';
 import { conflict, invalid, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import { enqueue } from '../jobs/queue.js';
+import type { Cursors } from '../platform/cursor.js';
 import { hmacBase64url } from '../secrets.js';
 import { mediaTypeOf } from './assess.js';
 import type { BlobStore } from './blob-store.js';
-import { TASK_VALIDATE_ASSET, blobKey, createdByOf, decodeUpload, requireProperty } from './common.js';
+import { TASK_VALIDATE_ASSET, blobKey, createdByOf, decodeUpload, keysetPosition, requireProperty } from './common.js';
 import { folderRepo, type FolderRow } from './folder-repo.js';
 import { sourceRepo, type SourceRow } from './repo.js';
 import { assetView, folderView } from './views.js';
@@ -24,6 +25,7 @@ export class AssetService {
     private readonly clock: Clock,
     private readonly blobs: BlobStore,
     private readonly signingKey: Buffer,
+    private readonly cursors: Cursors,
   ) {}
 
   private signature(folderId: string, version: number): string {
@@ -90,6 +92,28 @@ export class AssetService {
     const folder = await folderRepo.get(db, tenantId, folderId, lock);
     if (!folder) throw notFound('asset folder');
     return folder;
+  }
+
+  /** GET /knowledge/asset-folders: newest first by (createdAt, folderId), the cursor bound to the tenant. */
+  async listFolders({ tenantId }: Ctx, query: Static<typeof FolderListQuery>) {
+    const binding = { tenantId };
+    const after = query.cursor ? keysetPosition(this.cursors.decode<unknown>('asset-folders', binding, query.cursor)) : undefined;
+    const limit = query.limit ?? 50;
+    const rows = await folderRepo.list(this.db, tenantId, { limit: limit + 1, after });
+    const { page, next } = this.cursors.page('asset-folders', binding, rows, limit, (last) => ({ at: last.created_key, id: last.id }));
+    const members = await sourceRepo.folderMembers(this.db, page.map((f) => f.id));
+    const orderOf = new Map<string, string[]>();
+    for (const m of members) {
+      const order = orderOf.get(m.folder_id);
+      if (order) order.push(m.id);
+      else orderOf.set(m.folder_id, [m.id]);
+    }
+    return { folders: page.map((f) => folderView(f, orderOf.get(f.id) ?? [], this.sharePath(f))), ...next };
+  }
+
+  /** GET /knowledge/asset-folders/{folderId}: the folder as its creation answered it. */
+  async getFolder({ tenantId }: Ctx, { folderId }: Static<typeof FolderParams>) {
+    return { folder: await this.folderView(this.db, await this.requireFolder(this.db, tenantId, folderId)) };
   }
 
   async createFolder(ctx: Ctx, input: Static<typeof CreateFolderBody>) {

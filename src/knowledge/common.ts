@@ -55,3 +55,12 @@ export function containsPattern(query: string): string {
 export function blobKey(tenantId: string, sourceId: string): string {
   return `${tenantId}/${sourceId}`;
 }
+
+/** A keyset position read back from a signed cursor: `{at, id}` with `at` a timestamp, else M2M_INVALID_CURSOR. */
+export function keysetPosition(value: unknown): { at: string; id: string } {
+  const p = value as { at?: unknown; id?: unknown } | null;
+  if (!p || typeof p.at !== 'string' || typeof p.id !== 'string' || Number.isNaN(Date.parse(p.at))) {
+    throw new DomainError('M2M_INVALID_CURSOR', 'cursor is invalid; copy nextCursor from the previous response and keep the same filters');
+  }
+  return { at: p.at, id: p.id };
+}

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/driver.js';
+import { cursorText, olderThan } from '../db/sql.js';
 
 export interface FolderRow {
   id: string;
@@ -37,6 +38,23 @@ export const folderRepo = {
   async get(db: Queryable, tenantId: string, folderId: string, lock = false): Promise<FolderRow | undefined> {
     const rows = await db.query<FolderRow>(`${select} WHERE f.tenant_id = $1 AND f.id = $2${lock ? ' FOR UPDATE OF f' : ''}`, [tenantId, folderId]);
     return rows[0];
+  },
+
+  /**
+   * One page of the tenant's folders, newest first, after the keyset position `after`; `created_key` is the
+   * exact (microsecond) creation time the next cursor carries.
+   */
+  async list(db: Queryable, tenantId: string, page: { limit: number; after?: { at: string; id: string } }): Promise<Array<FolderRow & { created_key: string }>> {
+    const params: unknown[] = [tenantId];
+    const where = ['f.tenant_id = $1'];
+    if (page.after) where.push(olderThan(params, 'f.created_at', 'f.id', page.after));
+    params.push(page.limit);
+    return db.query<FolderRow & { created_key: string }>(
+      `SELECT f.*, p.name AS property_name, ${cursorText('f.created_at')} AS created_key
+       FROM knowledge_asset_folders f LEFT JOIN properties p ON p.id = f.property_id
+       WHERE ${where.join(' AND ')} ORDER BY f.created_at DESC, f.id DESC LIMIT $${params.length}`,
+      params,
+    );
   },
 
   /** A folder found by id alone: share links carry no tenant, their signature vouches for the id. */

@@ -1,14 +1,32 @@
-import { defineOperation } from '../operations/define.js';
+import { NoContent, defineOperation } from '../operations/define.js';
 import { UPLOAD_BODY_LIMIT } from './common.js';
 import { SearchBody, SearchResults } from './search/schema.js';
-import { AssetEnvelope, CreateFolderBody, CreateSourceBody, FolderEnvelope, FolderParams, ItemsQuery, KnowledgeItems, MoveAssetBody, PatchFolderBody, SourceEnvelope, SourceParams } from './schema.js';
+import {
+  AssetEnvelope,
+  AssetFolders,
+  CreateFolderBody,
+  CreateSourceBody,
+  FolderEnvelope,
+  FolderListQuery,
+  FolderParams,
+  ItemsQuery,
+  KnowledgeItems,
+  MoveAssetBody,
+  PatchFolderBody,
+  PatchSourceBody,
+  SourceEnvelope,
+  SourceOrAssetEnvelope,
+  SourceParams,
+} from './schema.js';
 import type { AssetService } from './assets.js';
 import type { KnowledgeService } from './service.js';
+import type { KnowledgeSourceService } from './sources.js';
 
 /** What the knowledge operations call. */
 export interface KnowledgeOperationServices {
   knowledge: KnowledgeService;
   knowledgeAssets: AssetService;
+  knowledgeSources: KnowledgeSourceService;
 }
 
 const common = { area: 'knowledge', tag: 'Knowledge' } as const;
@@ -37,6 +55,25 @@ const asset = {
   validationFindings: [],
   folderId: folder.folderId,
 };
+
+const { text: _text, ...sourceItem } = { ...source, preview: source.text, activeTokens: 42, chunkCount: 1, updatedAt: at };
+/** The 404 of a sourceId that names any kind of source (the path parameter alone would say "asset"). */
+const sourceNotFound = { status: 404, code: 'M2M_NOT_FOUND', message: 'source not found' } as const;
+const websiteRow = { websiteId: 'web_6h7j8k9l0z1x2c3v4b5n' };
+const websiteSourceConflict = {
+  status: 409,
+  code: 'M2M_CONFLICT',
+  reason: 'website_source',
+  message: 'this source is a managed website; read and edit it with /knowledge/websites/{websiteId}',
+  details: websiteRow,
+} as const;
+const websitePageConflict = {
+  status: 409,
+  code: 'M2M_CONFLICT',
+  reason: 'website_page',
+  message: "this source is a page of a managed website; its crawls and selection rules decide it (PATCH /knowledge/websites/{websiteId})",
+  details: websiteRow,
+} as const;
 
 export const knowledgeOperations = [
   defineOperation({
@@ -152,5 +189,97 @@ export const knowledgeOperations = [
     idempotency: { key: 'optional', by: 'create' },
     examples: { request: { title: folder.title }, response: { folder } },
     handler: async (s: KnowledgeOperationServices, ctx, input) => ({ folder: await s.knowledgeAssets.createFolder(ctx, input) }),
+  }),
+  defineOperation({
+    ...common,
+    operationId: 'listAssetFolders',
+    sdk: 'knowledge.folders.list',
+    method: 'GET',
+    path: '/knowledge/asset-folders',
+    summary: 'List asset folders',
+    description: 'Asset folders newest first, empty ones included, each with its assets in order and its share link while active. Page with limit and nextCursor.',
+    scopes: ['knowledge:read'],
+    query: FolderListQuery,
+    status: 200,
+    response: AssetFolders,
+    extension: true,
+    examples: { response: { folders: [folder] } },
+    handler: (s: KnowledgeOperationServices, ctx, input) => s.knowledgeAssets.listFolders(ctx, input),
+  }),
+  defineOperation({
+    ...common,
+    operationId: 'getAssetFolder',
+    sdk: 'knowledge.folders.get',
+    method: 'GET',
+    path: '/knowledge/asset-folders/{folderId}',
+    summary: 'Read an asset folder',
+    description: 'One asset folder as its creation answered it: title, scope, active state, its assets in order and its share link while active.',
+    scopes: ['knowledge:read'],
+    params: FolderParams,
+    status: 200,
+    response: FolderEnvelope,
+    errors: [404],
+    extension: true,
+    examples: { response: { folder } },
+    handler: (s: KnowledgeOperationServices, ctx, input) => s.knowledgeAssets.getFolder(ctx, input),
+  }),
+  defineOperation({
+    ...common,
+    operationId: 'getKnowledgeSource',
+    sdk: 'knowledge.sources.get',
+    method: 'GET',
+    path: '/knowledge/sources/{sourceId}',
+    summary: 'Read a knowledge source',
+    description:
+      "One source as the inventory lists it ({source}: a text, file or URL source, or a crawled page with its websiteId), or {asset} for an asset. A website's own sourceId is read with getWebsite (409 website_source names its websiteId).",
+    scopes: ['knowledge:read'],
+    params: SourceParams,
+    status: 200,
+    response: SourceOrAssetEnvelope,
+    errors: [sourceNotFound, websiteSourceConflict],
+    extension: true,
+    examples: { response: { source: sourceItem } },
+    handler: (s: KnowledgeOperationServices, ctx, input) => s.knowledgeSources.get(ctx, input),
+  }),
+  defineOperation({
+    ...common,
+    operationId: 'updateKnowledgeSource',
+    sdk: 'knowledge.sources.update',
+    method: 'PATCH',
+    path: '/knowledge/sources/{sourceId}',
+    summary: 'Rename a source or switch it on or off',
+    description:
+      'Changes the title or active state of a text, file, URL or asset source. An inactive source leaves search answers at once and counts no activeTokens; activate it again to bring it back. Websites and their pages are edited with updateWebsite (409).',
+    scopes: ['knowledge:write'],
+    params: SourceParams,
+    body: PatchSourceBody,
+    status: 200,
+    response: SourceEnvelope,
+    errors: [sourceNotFound, websiteSourceConflict, websitePageConflict],
+    extension: true,
+    hints: { idempotent: true },
+    examples: { request: { active: false }, response: { source: { ...sourceItem, active: false, activeTokens: 0 } } },
+    handler: (s: KnowledgeOperationServices, ctx, input) => s.knowledgeSources.update(ctx, input),
+  }),
+  defineOperation({
+    ...common,
+    operationId: 'deleteKnowledgeSource',
+    sdk: 'knowledge.sources.delete',
+    method: 'DELETE',
+    path: '/knowledge/sources/{sourceId}',
+    summary: 'Delete a knowledge source',
+    description:
+      'Deletes a text, file, URL or asset source with its passages, its stored bytes and its place in a folder. Cannot be undone; to take it out of answers for a while, switch it off with updateKnowledgeSource instead. Websites and their pages are not deleted here (409).',
+    scopes: ['knowledge:write'],
+    params: SourceParams,
+    status: 204,
+    response: NoContent,
+    errors: [sourceNotFound, websiteSourceConflict, websitePageConflict],
+    extension: true,
+    examples: {},
+    handler: async (s: KnowledgeOperationServices, ctx, input) => {
+      await s.knowledgeSources.remove(ctx, input);
+      return null;
+    },
   }),
 ];

@@ -120,6 +120,22 @@ export const sourceRepo = {
     return rows[0];
   },
 
+  /** Renames a source or switches it on or off (only the supplied fields change). */
+  async patch(db: Queryable, tenantId: string, sourceId: string, patch: { title?: string; active?: boolean }, now: Date): Promise<void> {
+    await db.query('UPDATE knowledge_sources SET title = coalesce($3, title), active = coalesce($4, active), updated_at = $5 WHERE tenant_id = $1 AND id = $2', [
+      tenantId,
+      sourceId,
+      patch.title ?? null,
+      patch.active ?? null,
+      now,
+    ]);
+  },
+
+  /** Deletes a source row; its chunks go with it (ON DELETE CASCADE), and with the row its folder membership. */
+  async delete(db: Queryable, tenantId: string, sourceId: string): Promise<void> {
+    await db.query('DELETE FROM knowledge_sources WHERE tenant_id = $1 AND id = $2', [tenantId, sourceId]);
+  },
+
   /** Replaces a source's chunks and records the ingestion result, in the caller's transaction. */
   async storeChunks(
     db: Queryable,

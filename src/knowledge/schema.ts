@@ -154,6 +154,12 @@ export const AssetFolder = Type.Object(
 export const FolderEnvelope = Type.Object({ folder: Ref(AssetFolder) }, closed);
 export const AssetEnvelope = Type.Object({ asset: Ref(KnowledgeAsset) }, closed);
 export const SourceEnvelope = Type.Object({ source: Ref(KnowledgeSource) }, closed);
+/** GET /knowledge/sources/{sourceId}: a text, file, url or website page source as `{source}`, an asset as `{asset}`. */
+export const SourceOrAssetEnvelope = Type.Object(
+  { source: Type.Optional(Ref(KnowledgeSource)), asset: Type.Optional(Ref(KnowledgeAsset)) },
+  { ...closed, minProperties: 1, maxProperties: 1, description: 'Exactly one of source (a text, file, url or website page source) and asset (an asset source)' },
+);
+export const AssetFolders = Type.Object({ folders: Type.Array(Ref(AssetFolder), { maxItems: 200 }), nextCursor: Type.Optional(Type.String({ maxLength: 400 })) }, closed);
 
 /** Schemas with an $id, added once at the root (src/app.ts). */
 export const knowledgeSharedSchemas = [KnowledgeAsset, KnowledgeSource, KnowledgeWebsite, AssetFolder];
@@ -189,6 +195,17 @@ export const PatchFolderBody = Type.Object(
   },
   { ...Strict, minProperties: 1 },
 );
+
+export const FolderListQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
+    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 400 })),
+  },
+  Strict,
+);
+
+/** PATCH /knowledge/sources/{sourceId}: at least one field (an empty body is 400, as for folders). */
+export const PatchSourceBody = Type.Object({ title: Type.Optional(Title), active: Type.Optional(Type.Boolean()) }, { ...Strict, minProperties: 1 });
 
 export const MoveAssetBody = Type.Object({ folderId: Type.Union([Type.String({ minLength: 1, maxLength: 128 }), Type.Null()]) }, Strict);
 

@@ -3,13 +3,13 @@ import { transactionOf, type Ctx } from '../context.js';
 import type { CreateSourceBody, ItemsQuery as ItemsQuerySchema } from './schema.js';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/driver.js';
-import { DomainError, invalid } from '../errors.js';
+import { invalid } from '../errors.js';
 import type { Cursors } from '../platform/cursor.js';
 import { newId } from '../ids.js';
 import { enqueue } from '../jobs/queue.js';
 import type { BlobStore } from './blob-store.js';
 import { previewOf } from './chunker.js';
-import { TASK_INGEST, blobKey, containsPattern, createdByOf, decodeUpload, requireProperty, resolveScope } from './common.js';
+import { TASK_INGEST, blobKey, containsPattern, createdByOf, decodeUpload, keysetPosition, requireProperty, resolveScope } from './common.js';
 import { FetchFailure, checkFetchUrl } from './fetch.js';
 import { sourceRepo, type InventoryFilter, type InventoryRow, type SourceKind } from './repo.js';
 import { sourceView, websiteView } from './views.js';
@@ -113,7 +113,7 @@ export class KnowledgeService {
     const propertyFilter = query.propertyFilter;
     if (propertyFilter !== undefined && propertyFilter !== 'global') await requireProperty(this.db, tenantId, propertyFilter);
     const binding = { tenantId, status, sourceType: query.sourceType ?? null, query: query.query ?? null, propertyFilter: propertyFilter ?? null };
-    const after = query.cursor ? this.position(this.cursors.decode<unknown>('knowledge-items', binding, query.cursor)) : undefined;
+    const after = query.cursor ? keysetPosition(this.cursors.decode<unknown>('knowledge-items', binding, query.cursor)) : undefined;
     const filter: InventoryFilter = {
       tenantId,
       kinds: query.sourceType ? KINDS[query.sourceType] : undefined,
@@ -125,14 +125,6 @@ export class KnowledgeService {
     const rows = await sourceRepo.inventory(this.db, filter, { limit: limit + 1, after });
     const { page, next } = this.cursors.page('knowledge-items', binding, rows, limit, (last) => ({ at: last.created_key, id: last.id }));
     return { items: await this.items(tenantId, page), ...next };
-  }
-
-  private position(value: unknown): { at: string; id: string } {
-    const p = value as { at?: unknown; id?: unknown } | null;
-    if (!p || typeof p.at !== 'string' || typeof p.id !== 'string' || Number.isNaN(Date.parse(p.at))) {
-      throw new DomainError('M2M_INVALID_CURSOR', 'cursor is invalid; copy nextCursor from the previous response and keep the same filters');
-    }
-    return { at: p.at, id: p.id };
   }
 
   private async items(tenantId: string, page: InventoryRow[]) {

@@ -106,7 +106,7 @@ test('a knowledge:read key sees only the knowledge read tools; toolsets and read
   const readerTools = (await onlyKnowledge.listTools()).tools;
   for (const name of ['get_crawl_job', 'list_crawl_jobs', 'list_knowledge_items']) assert.ok(readerTools.some((t) => t.name === name), name);
   // Knowledge reads, and the event feed (a knowledge:read key reads the crawl events): nothing that writes.
-  for (const tool of readerTools) assert.ok(tool.annotations?.readOnlyHint === true && /knowledge|crawl|event/.test(tool.name), tool.name);
+  for (const tool of readerTools) assert.ok(tool.annotations?.readOnlyHint === true && /knowledge|crawl|folder|website|event/.test(tool.name), tool.name);
   await onlyKnowledge.close();
 
   const wide = await app.tenantWithKey(['knowledge:write', 'webhooks:write', 'crm:followups:write']);

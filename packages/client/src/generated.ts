@@ -1243,6 +1243,49 @@ export type CreateAssetFolderResponse = {
   folder: AssetFolder;
 };
 
+export type ListAssetFoldersInput = {
+  limit?: number;
+  cursor?: string;
+};
+
+export type ListAssetFoldersResponse = {
+  folders: Array<AssetFolder>;
+  nextCursor?: string;
+};
+
+export type GetAssetFolderInput = {
+  folderId: string;
+};
+
+export type GetAssetFolderResponse = {
+  folder: AssetFolder;
+};
+
+export type GetKnowledgeSourceInput = {
+  sourceId: string;
+};
+
+export type GetKnowledgeSourceResponse = {
+  source?: KnowledgeSource;
+  asset?: KnowledgeAsset;
+};
+
+export type UpdateKnowledgeSourceInput = {
+  sourceId: string;
+  title?: string;
+  active?: boolean;
+};
+
+export type UpdateKnowledgeSourceResponse = {
+  source: KnowledgeSource;
+};
+
+export type DeleteKnowledgeSourceInput = {
+  sourceId: string;
+};
+
+export type DeleteKnowledgeSourceResponse = void;
+
 export type ListCrawlJobsInput = {
   limit?: number;
   /** active: queued or running jobs; all: also completed and failed */
@@ -1330,6 +1373,18 @@ export type UpdateWebsiteResponse = {
   nextCrawlAt?: string;
 };
 
+export type GetWebsiteInput = {
+  websiteId: string;
+};
+
+export type GetWebsiteResponse = {
+  website: KnowledgeWebsite;
+  /** The website's recrawl interval (the website item has no such field) */
+  recrawlIntervalHours: number | null;
+  /** When the workers start the next scheduled crawl */
+  nextCrawlAt?: string;
+};
+
 /** How each operation is called, by operationId. */
 export const OPERATIONS = {
   createWebhook: {"method":"POST","path":"/webhooks","pathParams":[],"queryParams":[],"bodyParams":["url","events","description","active","rateLimitPerSecond"],"idempotent":true,"hasBody":true},
@@ -1395,10 +1450,16 @@ export const OPERATIONS = {
   moveKnowledgeAsset: {"method":"PATCH","path":"/knowledge/sources/{sourceId}/folder","pathParams":["sourceId"],"queryParams":[],"bodyParams":["folderId"],"idempotent":false,"hasBody":true},
   createKnowledgeSource: {"method":"POST","path":"/knowledge/sources","pathParams":[],"queryParams":[],"bodyParams":["sourceType","title","text","url","file","active","scope","propertyId"],"idempotent":true,"hasBody":true},
   createAssetFolder: {"method":"POST","path":"/knowledge/asset-folders","pathParams":[],"queryParams":[],"bodyParams":["title","description","propertyId"],"idempotent":true,"hasBody":true},
+  listAssetFolders: {"method":"GET","path":"/knowledge/asset-folders","pathParams":[],"queryParams":["limit","cursor"],"bodyParams":[],"idempotent":false,"hasBody":true},
+  getAssetFolder: {"method":"GET","path":"/knowledge/asset-folders/{folderId}","pathParams":["folderId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
+  getKnowledgeSource: {"method":"GET","path":"/knowledge/sources/{sourceId}","pathParams":["sourceId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
+  updateKnowledgeSource: {"method":"PATCH","path":"/knowledge/sources/{sourceId}","pathParams":["sourceId"],"queryParams":[],"bodyParams":["title","active"],"idempotent":false,"hasBody":true},
+  deleteKnowledgeSource: {"method":"DELETE","path":"/knowledge/sources/{sourceId}","pathParams":["sourceId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":false},
   listCrawlJobs: {"method":"GET","path":"/knowledge/url/crawl","pathParams":[],"queryParams":["limit","status"],"bodyParams":[],"idempotent":false,"hasBody":true},
   startCrawl: {"method":"POST","path":"/knowledge/url/crawl","pathParams":[],"queryParams":[],"bodyParams":["websiteId","rootUrl","title","crawlDepth","maxPages","scope","propertyId","defaultEnabled","selectionRules","recrawlIntervalHours"],"idempotent":false,"hasBody":true},
   getCrawlJob: {"method":"GET","path":"/knowledge/url/crawl/{jobId}","pathParams":["jobId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
   updateWebsite: {"method":"PATCH","path":"/knowledge/websites/{websiteId}","pathParams":["websiteId"],"queryParams":[],"bodyParams":["title","recrawlIntervalHours","defaultEnabled","selectionRules"],"idempotent":false,"hasBody":true},
+  getWebsite: {"method":"GET","path":"/knowledge/websites/{websiteId}","pathParams":["websiteId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
 } satisfies Record<string, OperationMeta>;
 
 /**
@@ -2354,6 +2415,35 @@ export class KnowledgeFoldersResource {
   create(input: CreateAssetFolderInput, options?: CallOptions): Promise<CreateAssetFolderResponse> {
     return callOperation<CreateAssetFolderResponse>(this.config, OPERATIONS.createAssetFolder, input, options);
   }
+
+  /**
+   * List asset folders
+   *
+   * Asset folders newest first, empty ones included, each with its assets in order and its share link while active. Page with limit and nextCursor.
+   *
+   * `GET /knowledge/asset-folders` · scopes: knowledge:read
+   */
+  list(input: ListAssetFoldersInput = {}, options?: CallOptions): Promise<ListAssetFoldersResponse> {
+    return callOperation<ListAssetFoldersResponse>(this.config, OPERATIONS.listAssetFolders, input, options);
+  }
+
+  /**
+   * Every item of `list`, page after page (follows `nextCursor`).
+   */
+  iterate(input: Omit<ListAssetFoldersInput, 'cursor'> = {}, options?: CallOptions) {
+    return iterateOperation((cursor: string | undefined) => this.list({ ...input, cursor }, options), 'folders');
+  }
+
+  /**
+   * Read an asset folder
+   *
+   * One asset folder as its creation answered it: title, scope, active state, its assets in order and its share link while active.
+   *
+   * `GET /knowledge/asset-folders/{folderId}` · scopes: knowledge:read
+   */
+  get(input: GetAssetFolderInput, options?: CallOptions): Promise<GetAssetFolderResponse> {
+    return callOperation<GetAssetFolderResponse>(this.config, OPERATIONS.getAssetFolder, input, options);
+  }
 }
 
 /**
@@ -2395,6 +2485,39 @@ export class KnowledgeSourcesResource {
    */
   create(input: CreateKnowledgeSourceInput, options?: CallOptions): Promise<CreateKnowledgeSourceResponse> {
     return callOperation<CreateKnowledgeSourceResponse>(this.config, OPERATIONS.createKnowledgeSource, input, options);
+  }
+
+  /**
+   * Read a knowledge source
+   *
+   * One source as the inventory lists it ({source}: a text, file or URL source, or a crawled page with its websiteId), or {asset} for an asset. A website's own sourceId is read with getWebsite (409 website_source names its websiteId).
+   *
+   * `GET /knowledge/sources/{sourceId}` · scopes: knowledge:read
+   */
+  get(input: GetKnowledgeSourceInput, options?: CallOptions): Promise<GetKnowledgeSourceResponse> {
+    return callOperation<GetKnowledgeSourceResponse>(this.config, OPERATIONS.getKnowledgeSource, input, options);
+  }
+
+  /**
+   * Rename a source or switch it on or off
+   *
+   * Changes the title or active state of a text, file, URL or asset source. An inactive source leaves search answers at once and counts no activeTokens; activate it again to bring it back. Websites and their pages are edited with updateWebsite (409).
+   *
+   * `PATCH /knowledge/sources/{sourceId}` · scopes: knowledge:write
+   */
+  update(input: UpdateKnowledgeSourceInput, options?: CallOptions): Promise<UpdateKnowledgeSourceResponse> {
+    return callOperation<UpdateKnowledgeSourceResponse>(this.config, OPERATIONS.updateKnowledgeSource, input, options);
+  }
+
+  /**
+   * Delete a knowledge source
+   *
+   * Deletes a text, file, URL or asset source with its passages, its stored bytes and its place in a folder. Cannot be undone; to take it out of answers for a while, switch it off with updateKnowledgeSource instead. Websites and their pages are not deleted here (409).
+   *
+   * `DELETE /knowledge/sources/{sourceId}` · scopes: knowledge:write
+   */
+  delete(input: DeleteKnowledgeSourceInput, options?: CallOptions): Promise<DeleteKnowledgeSourceResponse> {
+    return callOperation<DeleteKnowledgeSourceResponse>(this.config, OPERATIONS.deleteKnowledgeSource, input, options);
   }
 }
 
@@ -2459,6 +2582,17 @@ export class KnowledgeWebsitesResource {
    */
   update(input: UpdateWebsiteInput, options?: CallOptions): Promise<UpdateWebsiteResponse> {
     return callOperation<UpdateWebsiteResponse>(this.config, OPERATIONS.updateWebsite, input, options);
+  }
+
+  /**
+   * Read a managed website
+   *
+   * One managed website as the inventory lists it (its current pages and latest crawl job), with its recrawl interval and the time of the next scheduled crawl beside it: the answer of updateWebsite.
+   *
+   * `GET /knowledge/websites/{websiteId}` · scopes: knowledge:read
+   */
+  get(input: GetWebsiteInput, options?: CallOptions): Promise<GetWebsiteResponse> {
+    return callOperation<GetWebsiteResponse>(this.config, OPERATIONS.getWebsite, input, options);
   }
 }
 

@@ -129,9 +129,19 @@ export class CrawlService {
       }
       await websiteRepo.touch(tx, tenantId, websiteId, now);
     });
+    return this.websiteEnvelope(tenantId, websiteId);
+  }
+
+  /** GET /knowledge/websites/{websiteId}: the website item with its recrawl schedule beside it, as the PATCH answers. */
+  async getWebsite({ tenantId }: Ctx, { websiteId }: Static<typeof WebsiteParams>) {
+    return this.websiteEnvelope(tenantId, websiteId);
+  }
+
+  private async websiteEnvelope(tenantId: string, websiteId: string) {
+    const website = await this.websiteItem(tenantId, websiteId);
     const schedule = await crawlRepo.schedule(this.db, tenantId, websiteId);
     return {
-      website: await this.websiteItem(tenantId, websiteId),
+      website,
       recrawlIntervalHours: schedule?.recrawl_interval_hours ?? null,
       nextCrawlAt: iso(schedule?.next_crawl_at ?? null),
     };
