@@ -12,15 +12,16 @@ import { websiteRepo } from './website-repo.js';
 type SourceInput = Static<typeof SourceParams>;
 
 /**
- * Why a website's rows are not read or changed as sources: the website's own row is the website (its
- * title, scope and activity belong to /knowledge/websites), and its pages follow its crawls and selection rules.
+ * Refuses a website's rows: the website's own row is the website (its title, scope and activity belong to
+ * /knowledge/websites), and its pages follow its crawls and selection rules. Both name the website.
  */
-function refuseWebsiteRows(row: SourceRow, pagesToo: boolean): void {
+async function refuseWebsiteRows(db: Queryable, row: SourceRow, pagesToo: boolean): Promise<void> {
   if (row.kind === 'website') {
-    throw conflict('this source is a managed website; read and edit it with /knowledge/websites/{websiteId}', { reason: 'website_source', websiteId: row.website_id });
+    const [website] = await websiteRepo.bySourceIds(db, row.tenant_id, [row.id]);
+    throw conflict('this source is a managed website; read and edit it with /knowledge/websites/{websiteId}', { reason: 'website_source', websiteId: website?.id });
   }
   if (pagesToo && row.kind === 'website_page') {
-    throw conflict("this source is a page of a managed website; its crawls and selection rules decide it (PATCH /knowledge/websites/{websiteId})", {
+    throw conflict('this source is a page of a managed website; its crawls and selection rules decide it (PATCH /knowledge/websites/{websiteId})', {
       reason: 'website_page',
       websiteId: row.website_id,
     });
@@ -50,7 +51,7 @@ export class KnowledgeSourceService {
   /** GET /knowledge/sources/{sourceId}: `{asset}` for an asset, else `{source}`. */
   async get({ tenantId }: Ctx, { sourceId }: SourceInput) {
     const row = await this.require(this.db, tenantId, sourceId);
-    refuseWebsiteRows(row, false);
+    await refuseWebsiteRows(this.db, row, false);
     return row.kind === 'asset' ? { asset: assetView(row) } : { source: await this.item(this.db, row) };
   }
 
@@ -60,7 +61,7 @@ export class KnowledgeSourceService {
    */
   async update({ tenantId }: Ctx, { sourceId, ...patch }: SourceInput & Static<typeof PatchSourceBody>) {
     return this.db.transaction(async (tx) => {
-      refuseWebsiteRows(await this.require(tx, tenantId, sourceId, true), true);
+      await refuseWebsiteRows(tx, await this.require(tx, tenantId, sourceId, true), true);
       await sourceRepo.patch(tx, tenantId, sourceId, patch, this.clock.now());
       return { source: await this.item(tx, await this.require(tx, tenantId, sourceId)) };
     });
@@ -74,7 +75,7 @@ export class KnowledgeSourceService {
   async remove({ tenantId }: Ctx, { sourceId }: SourceInput): Promise<void> {
     const blobKey = await this.db.transaction(async (tx) => {
       const row = await this.require(tx, tenantId, sourceId, true);
-      refuseWebsiteRows(row, true);
+      await refuseWebsiteRows(tx, row, true);
       await sourceRepo.delete(tx, tenantId, sourceId);
       return row.blob_key;
     });
