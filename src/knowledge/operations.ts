@@ -56,7 +56,9 @@ const asset = {
   folderId: folder.folderId,
 };
 
-const { text: _text, ...sourceItem } = { ...source, preview: source.text, activeTokens: 42, chunkCount: 1, updatedAt: at };
+/** A source as the inventory and GET /knowledge/sources/{sourceId} show it: a preview instead of the full text. */
+const { text: preview, ...created } = source;
+const sourceItem = { ...created, preview, activeTokens: 42, chunkCount: 1, updatedAt: at };
 /** The 404 of a sourceId that names any kind of source (the path parameter alone would say "asset"). */
 const sourceNotFound = { status: 404, code: 'M2M_NOT_FOUND', message: 'source not found' } as const;
 const websiteRow = { websiteId: 'web_6h7j8k9l0z1x2c3v4b5n' };
