@@ -55,7 +55,8 @@ export class AssetService {
     const key = blobKey(tenantId, id);
     await this.blobs.put(key, bytes);
     try {
-      await this.db.transaction(async (tx) => {
+      // The answer is the row as this transaction wrote it: once committed, a worker may validate it at once.
+      const created = await this.db.transaction(async (tx) => {
         const now = this.clock.now();
         let propertyId = input.propertyId ?? null;
         if (input.folderId !== undefined) {
@@ -80,12 +81,14 @@ export class AssetService {
           now,
         });
         await enqueue(tx, now, { task: TASK_VALIDATE_ASSET, tenantId, payload: { sourceId: id }, dedupeKey: id, maxAttempts: 5 });
+        return sourceRepo.get(tx, tenantId, id);
       });
+      if (!created) throw new Error('the asset just written was not found');
+      return assetView(created);
     } catch (error) {
       await this.blobs.delete(key).catch(() => undefined);
       throw error;
     }
-    return assetView((await sourceRepo.get(this.db, tenantId, id))!);
   }
 
   private async requireFolder(db: Queryable, tenantId: string, folderId: string, lock = false): Promise<FolderRow> {
