@@ -16,8 +16,11 @@ import { registerSendPipeline } from './messaging/pipeline.js';
 import { registerAutomation } from './crm/automation.js';
 import { registerPreCheckin } from './reservations/schedule.js';
 import { SandboxProvider } from './messaging/providers/sandbox.js';
-import { WhatsAppCloudProvider } from './messaging/providers/whatsapp.js';
-import type { ChannelProvider } from './messaging/providers/types.js';
+import type { ProviderRegistry } from './messaging/providers/registry.js';
+import { WhatsAppCloudProvider } from './channels/providers/meta/whatsapp.js';
+import { GraphClient } from './channels/providers/meta/graph-client.js';
+import { providerConnection } from './channels/connection.js';
+import { registerCallbackProcessing } from './channels/callbacks.js';
 import type { Resolver } from './net/guard.js';
 import { registerKnowledgeJobs } from './knowledge/jobs.js';
 import { GuardedFetcher } from './knowledge/fetch.js';
@@ -98,10 +101,11 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const app = await buildApp(services, log, { limiter, metrics });
   await services.apiKeys.start();
   const runner = new JobRunner(db, clock, log.child({ component: 'jobs' }), { pollIntervalMs: config.jobPollIntervalMs });
-  const provider: ChannelProvider =
-    config.channelProvider === 'whatsapp'
-      ? new WhatsAppCloudProvider({ ...config.whatsapp, accessToken: config.whatsapp.accessToken!, timeoutMs: config.sendTimeoutMs })
-      : new SandboxProvider();
+  if (config.deprecatedVariables.length > 0) {
+    log.warn({ variables: config.deprecatedVariables }, 'deprecated variables: WHATSAPP_* are read as fallbacks of META_*; CHANNEL_PROVIDER is ignored (each channel has its provider)');
+  }
+  const graph = new GraphClient({ baseUrl: config.meta.graphBaseUrl, apiVersion: config.meta.graphApiVersion, timeoutMs: config.sendTimeoutMs });
+  const providers: ProviderRegistry = { sandbox: new SandboxProvider(), whatsapp_cloud: new WhatsAppCloudProvider(graph) };
   const knowledgeFetcher = new GuardedFetcher({
     allowPrivate: config.allowPrivateDestinations,
     timeoutMs: config.knowledgeFetchTimeoutMs,
@@ -120,7 +124,13 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
         { name: 'idempotencyKeys', run: (now) => purgeExpiredIdempotencyKeys(db, now) },
       ],
     }),
-    registerSendPipeline(runner, { db, provider, counters }),
+    registerSendPipeline(runner, {
+      db,
+      providers,
+      openConnection: (row) => providerConnection({ provider: row.channel_provider, connection: row.connection, connection_secret: row.connection_secret }, keyring.encryptionKey, config.meta.systemUserToken),
+      counters,
+    }),
+    registerCallbackProcessing(runner, { db, log: log.child({ component: 'provider-callbacks' }), counters }),
     registerAutomation(runner, { db, sender: services.followUpSender, intervalMs: config.crmAutomationIntervalMs }),
     registerPreCheckin(runner, { db, reservations: services.reservations }),
     registerKnowledgeJobs(runner, { db, blobs: services.blobs, fetcher: knowledgeFetcher }),

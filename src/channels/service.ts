@@ -1,8 +1,10 @@
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/driver.js';
-import { invalid, notFound } from '../errors.js';
+import { conflict, invalid, notFound } from '../errors.js';
 import { newId } from '../ids.js';
-import { channelRepo, type ChannelKind, type TemplateRow } from './repo.js';
+import { channelConnectionState, checkKind, openSecret, storedConnection, type ConnectionInput, type StoredConnection } from './connection.js';
+import type { ProviderName } from './providers/types.js';
+import { channelRepo, type ChannelKind, type ChannelRow, type TemplateRow } from './repo.js';
 
 export const SUPPORTED_LOCALES = ['en_US', 'es_MX'] as const;
 export const TEMPLATE_STATUSES = ['not_prepared', 'pending', 'approved', 'rejected', 'paused'] as const;
@@ -23,20 +25,75 @@ export class ChannelService {
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
+    /** The keyring's AES-GCM key: connection tokens are sealed with it. */
+    private readonly encryptionKey: Buffer,
+    /** META_SYSTEM_USER_TOKEN is set: WhatsApp channels without their own token are connected through it. */
+    private readonly systemUserTokenSet: boolean,
   ) {}
 
-  async create(tenantId: string, input: { kind: ChannelKind; name: string; phoneNumber?: string; providerRef?: string; available?: boolean }) {
+  /** The admin view of a channel: its provider, the public part of its connection and its status; never a token. */
+  view(row: ChannelRow) {
+    const { provider, connection } = channelConnectionState(row, this.systemUserTokenSet);
+    const { widgetId, ...ids } = row.connection;
+    return {
+      channelId: row.id,
+      kind: row.kind,
+      provider,
+      name: row.name,
+      phoneNumber: row.phone_number,
+      available: row.available,
+      connection: { ...ids, ...connection },
+      ...(widgetId ? { widgetId } : {}),
+    };
+  }
+
+  async create(tenantId: string, input: { kind: ChannelKind; provider?: ProviderName; connection?: ConnectionInput; name: string; phoneNumber?: string; available?: boolean }) {
+    const provider = input.provider ?? 'sandbox';
+    checkKind(provider, input.kind);
+    const stored = storedConnection(this.encryptionKey, provider, input.connection);
+    await this.refuseTakenAddress(provider, stored, null);
     const row = await channelRepo.insert(this.db, {
       id: newId('ch'),
       tenantId,
       kind: input.kind,
       name: input.name,
       phoneNumber: input.phoneNumber ?? null,
-      providerRef: input.providerRef ?? null,
+      provider,
+      stored,
       available: input.available ?? true,
       now: this.clock.now(),
     });
-    return { channelId: row.id, kind: row.kind, name: row.name, phoneNumber: row.phone_number, available: row.available };
+    if (!row) throw this.addressConflict(provider);
+    return this.view(row);
+  }
+
+  /** PATCH: name, availability, connection (same provider; fields left out, tokens included, are kept). */
+  async update(tenantId: string, channelId: string, input: { name?: string; available?: boolean; connection?: ConnectionInput }) {
+    const current = await channelRepo.get(this.db, tenantId, channelId);
+    if (!current) throw notFound('channel');
+    let stored: StoredConnection | undefined;
+    if (input.connection !== undefined) {
+      stored = storedConnection(this.encryptionKey, current.provider, input.connection, { connection: current.connection, secret: openSecret(this.encryptionKey, current.connection_secret) });
+      await this.refuseTakenAddress(current.provider, stored, current.id);
+    }
+    const row = await channelRepo.update(this.db, tenantId, channelId, { name: input.name, available: input.available, stored }, this.clock.now());
+    if (!row) throw notFound('channel');
+    return this.view(row);
+  }
+
+  /** The channel's provider and connection status (for the public channel reads). */
+  async providerState(tenantId: string, channelId: string) {
+    const row = await channelRepo.get(this.db, tenantId, channelId);
+    if (!row) throw notFound('channel');
+    return channelConnectionState(row, this.systemUserTokenSet);
+  }
+
+  private async refuseTakenAddress(provider: ProviderName, stored: StoredConnection, channelId: string | null): Promise<void> {
+    if (stored.providerRef && (await channelRepo.addressTaken(this.db, provider, stored.providerRef, channelId))) throw this.addressConflict(provider);
+  }
+
+  private addressConflict(provider: ProviderName) {
+    return conflict(`another ${provider} channel is already connected to this account`, { reason: 'connection_taken' });
   }
 
   /** Stores a template's per-locale readiness as the provider reported it (the admin route stands in for that sync). */

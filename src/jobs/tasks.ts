@@ -12,6 +12,7 @@ export interface Tasks {
   'knowledge.ingest': { sourceId: string };
   'knowledge.validate-asset': { sourceId: string };
   'knowledge.crawl': { crawlJobId: string };
+  'channels.process-callback': { callbackId: string };
 }
 
 /** A task that is queued without a payload (stored as `{}`). */
