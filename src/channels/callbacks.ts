@@ -1,6 +1,7 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Db, Tx } from '../db/driver.js';
+import { DomainError } from '../errors.js';
 import type { ClaimedJob, JobContext, JobRunner } from '../jobs/runner.js';
 import type { JobWorker } from '../jobs/worker.js';
 import { noWorkCounters, type WorkCounters } from '../metrics/counters.js';
@@ -53,6 +54,7 @@ export function registerCallbackProcessing(runner: JobRunner, deps: { db: Db; lo
     }
     let applied = 0;
     let duplicates = 0;
+    let skipped = 0;
     for (let start = 0; start < known.length || start === 0; start += BATCH) {
       const batch = known.slice(start, start + BATCH);
       const last = start + BATCH >= known.length;
@@ -60,9 +62,10 @@ export function registerCallbackProcessing(runner: JobRunner, deps: { db: Db; lo
         const now = ctx.clock.now();
         const inboundChannels = new Set<string>();
         for (const { event, channel } of batch) {
-          const outcome = await apply(tx, event, channel, now);
+          const outcome = await applyAlone(tx, event, channel, now, deps.log);
           if (outcome === 'applied') applied++;
           else if (outcome === 'duplicate') duplicates++;
+          else skipped++;
           if (event.kind === 'message') inboundChannels.add(channel.id);
         }
         await channelRepo.noteInbound(tx, [...inboundChannels], now);
@@ -76,6 +79,7 @@ export function registerCallbackProcessing(runner: JobRunner, deps: { db: Db; lo
     }
     counters.callbackItems('meta', 'applied', applied);
     if (duplicates > 0) counters.callbackItems('meta', 'duplicate', duplicates);
+    if (skipped > 0) counters.callbackItems('meta', 'skipped', skipped);
   });
   return {};
 }
@@ -103,6 +107,25 @@ async function channelsOf(db: Db, events: readonly InboundEvent[]): Promise<Map<
 }
 
 type Outcome = 'applied' | 'duplicate' | 'skipped';
+
+/**
+ * One event under a savepoint: an event our rules refuse (a DomainError, such as a sender without a usable
+ * address) is logged and skipped, so one odd item never holds back the rest of the callback; any other error
+ * fails the batch and the job retries it.
+ */
+async function applyAlone(tx: Tx, event: InboundEvent, channel: ChannelRow, now: Date, log: Logger): Promise<Outcome> {
+  await tx.query('SAVEPOINT callback_event');
+  try {
+    const outcome = await apply(tx, event, channel, now);
+    await tx.query('RELEASE SAVEPOINT callback_event');
+    return outcome;
+  } catch (error) {
+    if (!(error instanceof DomainError)) throw error;
+    await tx.query('ROLLBACK TO SAVEPOINT callback_event');
+    log.warn({ channelId: channel.id, kind: event.kind, reason: error.message }, 'callback event refused; skipped');
+    return 'skipped';
+  }
+}
 
 async function apply(tx: Tx, event: InboundEvent, channel: ChannelRow, now: Date): Promise<Outcome> {
   switch (event.kind) {
@@ -134,7 +157,7 @@ async function inboundInput(tx: Tx, event: InboundMessageEvent, channel: Channel
   const replyToMessageId = await ours(event.replyToProviderMessageId);
   const targetMessageId = event.reaction ? await ours(event.reaction.targetProviderMessageId) : undefined;
   return {
-    contact: { ...(event.sender.phone ? { phone: event.sender.phone } : {}), ...(event.sender.handle ? { handle: event.sender.handle } : {}), ...(event.sender.profileName ? { name: event.sender.profileName } : {}) },
+    contact: { ...(event.sender.phone ? { phone: event.sender.phone, phoneFromProvider: true } : {}), ...(event.sender.handle ? { handle: event.sender.handle } : {}), ...(event.sender.profileName ? { name: event.sender.profileName } : {}) },
     text: event.text ?? '',
     // The provider's time, never later than ours (a skewed clock must not open a window into the future).
     at: event.timestamp.getTime() > now.getTime() ? now : event.timestamp,

@@ -17,7 +17,14 @@ export interface ContactInput {
   name?: string;
   phone?: string;
   handle?: string;
+  /**
+   * The phone is the provider's own id of the guest (WhatsApp `wa_id`): kept as given when it has the E.164 shape,
+   * even where our phone-number rules do not know the numbering plan (WhatsApp knows the number exists).
+   */
+  phoneFromProvider?: boolean;
 }
+
+const E164_SHAPE = /^\+[1-9][0-9]{6,14}$/;
 
 const PREVIEW_LENGTH = 140;
 
@@ -30,7 +37,7 @@ export function preview(text: string): string {
 export async function ensureContact(tx: Tx, tenantId: string, input: ContactInput, now: Date): Promise<ContactRow> {
   let phone: string | undefined;
   if (input.phone !== undefined) {
-    phone = normalizePhone(input.phone);
+    phone = normalizePhone(input.phone) ?? (input.phoneFromProvider && E164_SHAPE.test(input.phone) ? input.phone : undefined);
     if (!phone) throw invalid('body.contact.phone', 'must be a valid international phone number such as +525512345678');
   }
   if (!phone && !input.handle) throw invalid('body.contact', 'needs a phone or a handle');
