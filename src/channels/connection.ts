@@ -2,7 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { invalid } from '../errors.js';
 import { decryptSecret, encryptSecret } from '../secrets.js';
 import type { ChannelConnection, ProviderName } from './providers/types.js';
-import type { ChannelKind, ChannelRow } from './repo.js';
+import type { ChannelKind, ChannelRow, PublicConnection, StoredConnection } from './repo.js';
+
+export type { PublicConnection, StoredConnection } from './repo.js';
 
 /**
  * A channel's connection (decisions 7.1): what the admin API accepts per provider, how it is kept (public
@@ -38,27 +40,10 @@ const FIELDS: Record<Exclude<ProviderName, 'sandbox'>, { required: Array<keyof C
   webchat: { required: ['allowedOrigins'], optional: [] },
 };
 
-/** Public identifiers, as stored in `channels.connection`. */
-export interface PublicConnection {
-  phoneNumberId?: string;
-  wabaId?: string;
-  pageId?: string;
-  instagramAccountId?: string;
-  allowedOrigins?: string[];
-  widgetId?: string;
-}
-
 /** Tokens, sealed together in `channels.connection_secret`. */
 interface SecretConnection {
   accessToken?: string;
   pageAccessToken?: string;
-}
-
-/** What the channel row keeps of a connection: its public part, the sealed tokens and the provider's address. */
-export interface StoredConnection {
-  connection: PublicConnection;
-  sealed: string | null;
-  providerRef: string | null;
 }
 
 /** Checks that kind and provider go together (400 naming `body.provider`). */

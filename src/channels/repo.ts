@@ -1,7 +1,23 @@
 import type { Queryable } from '../db/driver.js';
-import type { PublicConnection, StoredConnection } from './connection.js';
 import type { ProviderName } from './providers/types.js';
 import { cutText } from '../util/text.js';
+
+/** Public identifiers, as stored in `channels.connection`. */
+export interface PublicConnection {
+  phoneNumberId?: string;
+  wabaId?: string;
+  pageId?: string;
+  instagramAccountId?: string;
+  allowedOrigins?: string[];
+  widgetId?: string;
+}
+
+/** What the channel row keeps of a connection: its public part, the sealed tokens and the provider's address. */
+export interface StoredConnection {
+  connection: PublicConnection;
+  sealed: string | null;
+  providerRef: string | null;
+}
 
 export type ChannelKind = 'whatsapp' | 'instagram' | 'messenger' | 'webchat';
 
