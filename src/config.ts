@@ -42,6 +42,8 @@ export interface Config {
   };
   /** Variables of earlier releases still read (as fallbacks) or now ignored: logged at start as deprecated. */
   deprecatedVariables: string[];
+  /** The old CHANNEL_PROVIDER, read only to carry its channels over once (src/channels/legacy.ts). */
+  legacyChannelProvider: string | undefined;
   sendTimeoutMs: number;
   sendMaxAttempts: number;
   crmAutomationIntervalMs: number;
@@ -136,7 +138,7 @@ function role(argv: string[]): Role {
 }
 
 /** META_* and, as fallbacks of earlier releases, WHATSAPP_*; CHANNEL_PROVIDER is gone (each channel has its provider). */
-function meta(env: Env): { meta: Config['meta']; deprecatedVariables: string[] } {
+function meta(env: Env): { meta: Config['meta']; deprecatedVariables: string[]; legacyChannelProvider: string | undefined } {
   const deprecated: string[] = [];
   const pick = (name: string, legacy: string): string | undefined => {
     if (env[legacy]) deprecated.push(legacy);
@@ -154,6 +156,7 @@ function meta(env: Env): { meta: Config['meta']; deprecatedVariables: string[] }
       graphApiVersion: pick('META_GRAPH_API_VERSION', 'WHATSAPP_API_VERSION') ?? 'v23.0',
     },
     deprecatedVariables: deprecated,
+    legacyChannelProvider: env.CHANNEL_PROVIDER || undefined,
   };
 }
 

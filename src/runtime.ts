@@ -21,6 +21,7 @@ import { WhatsAppCloudProvider } from './channels/providers/meta/whatsapp.js';
 import { GraphClient } from './channels/providers/meta/graph-client.js';
 import { providerConnection } from './channels/connection.js';
 import { registerCallbackProcessing } from './channels/callbacks.js';
+import { adoptLegacyChannels } from './channels/legacy.js';
 import type { Resolver } from './net/guard.js';
 import { registerKnowledgeJobs } from './knowledge/jobs.js';
 import { GuardedFetcher } from './knowledge/fetch.js';
@@ -104,6 +105,8 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   if (config.deprecatedVariables.length > 0) {
     log.warn({ variables: config.deprecatedVariables }, 'deprecated variables: WHATSAPP_* are read as fallbacks of META_*; CHANNEL_PROVIDER is ignored (each channel has its provider)');
   }
+  const adopted = await adoptLegacyChannels(db, config.legacyChannelProvider);
+  if (adopted > 0) log.warn({ channels: adopted }, 'CHANNEL_PROVIDER=whatsapp: WhatsApp channels of the earlier release are now whatsapp_cloud channels; set their wabaId with PATCH and remove CHANNEL_PROVIDER');
   const graph = new GraphClient({ baseUrl: config.meta.graphBaseUrl, apiVersion: config.meta.graphApiVersion, timeoutMs: config.sendTimeoutMs });
   const providers: ProviderRegistry = { sandbox: new SandboxProvider(), whatsapp_cloud: new WhatsAppCloudProvider(graph) };
   const knowledgeFetcher = new GuardedFetcher({

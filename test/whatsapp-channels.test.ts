@@ -96,3 +96,22 @@ test('PATCH changes name, availability and connection; the token is kept when le
   assert.equal((await app.adminRaw('PATCH', `/tenants/${tenantId}/channels/${created.channelId}`, { provider: 'sandbox' })).statusCode, 400);
   assert.equal((await app.adminRaw('PATCH', `/tenants/${tenantId}/channels/ch_missing`, { name: 'x' })).statusCode, 404);
 });
+
+test('channels of the CHANNEL_PROVIDER release: CHANNEL_PROVIDER=whatsapp at start makes them whatsapp_cloud once; otherwise they stay sandbox', async () => {
+  const { adoptLegacyChannels } = await import('../src/channels/legacy.js');
+  const db = app.runtime.services.db;
+  const make = async (name: string, ref: string) => {
+    const { channelId } = (await create({ kind: 'whatsapp', name })).json() as { channelId: string };
+    await db.query('UPDATE channels SET provider_ref = $2, legacy_sender = true WHERE id = $1', [channelId, ref]);
+    return channelId;
+  };
+  const ref = nextId();
+  const kept = await make('Legacy', ref);
+  assert.equal(await adoptLegacyChannels(db, 'whatsapp'), 1);
+  const [row] = await db.query<{ provider: string; connection: Record<string, string>; legacy_sender: boolean }>('SELECT provider, connection, legacy_sender FROM channels WHERE id = $1', [kept]);
+  assert.deepEqual(row, { provider: 'whatsapp_cloud', connection: { phoneNumberId: ref, wabaId: '' }, legacy_sender: false });
+  const sandbox = await make('Legacy sandbox', nextId());
+  assert.equal(await adoptLegacyChannels(db, undefined), 0);
+  const [after] = await db.query<{ provider: string; legacy_sender: boolean }>('SELECT provider, legacy_sender FROM channels WHERE id = $1', [sandbox]);
+  assert.deepEqual(after, { provider: 'sandbox', legacy_sender: false });
+});

@@ -3,7 +3,10 @@
 -- its tokens sealed with the keyring's AES-GCM key in `connection_secret` (never returned). `provider_ref` is the
 -- provider's address of the channel (WhatsApp phone-number id, page id, Instagram account id, widget id):
 -- callbacks find their channel by it, so it is unique per provider.
--- Existing channels become `sandbox`: the default of CHANNEL_PROVIDER, of every test and of the demo.
+-- Existing channels become `sandbox`: the default of CHANNEL_PROVIDER, of every test and of the demo. WhatsApp
+-- channels that named a phone-number id are marked `legacy_sender`: a deployment that still sets the old
+-- CHANNEL_PROVIDER=whatsapp at its next start turns them into `whatsapp_cloud` channels (src/channels/legacy.ts),
+-- so it keeps sending through the Cloud API; any other start clears the mark.
 ALTER TABLE channels
   ADD COLUMN provider text NOT NULL DEFAULT 'sandbox' CHECK (provider IN ('sandbox', 'whatsapp_cloud', 'messenger', 'instagram', 'webchat')),
   ADD COLUMN connection jsonb NOT NULL DEFAULT '{}',
@@ -14,7 +17,9 @@ ALTER TABLE channels
   ADD COLUMN last_error_message text,
   ADD COLUMN last_error_at timestamptz,
   -- Set when the provider refused the channel's credentials; cleared by a later success or a new connection.
-  ADD COLUMN failing_since timestamptz;
+  ADD COLUMN failing_since timestamptz,
+  ADD COLUMN legacy_sender boolean NOT NULL DEFAULT false;
+UPDATE channels SET legacy_sender = true WHERE kind = 'whatsapp' AND provider_ref IS NOT NULL;
 CREATE UNIQUE INDEX channels_provider_ref ON channels (provider, provider_ref) WHERE provider <> 'sandbox' AND provider_ref IS NOT NULL;
 
 -- Messages of every kind (decisions 7.2). `channel_id` and `provider_message_id` for messages that came from a
