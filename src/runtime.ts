@@ -22,6 +22,8 @@ import { GraphClient } from './channels/providers/meta/graph-client.js';
 import { providerConnection } from './channels/connection.js';
 import { registerCallbackProcessing } from './channels/callbacks.js';
 import { adoptLegacyChannels } from './channels/legacy.js';
+import { registerTemplateSync } from './channels/template-sync.js';
+import type { ChannelRow } from './channels/repo.js';
 import type { Resolver } from './net/guard.js';
 import { registerKnowledgeJobs } from './knowledge/jobs.js';
 import { GuardedFetcher } from './knowledge/fetch.js';
@@ -108,7 +110,9 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const adopted = await adoptLegacyChannels(db, config.legacyChannelProvider);
   if (adopted > 0) log.warn({ channels: adopted }, 'CHANNEL_PROVIDER=whatsapp: WhatsApp channels of the earlier release are now whatsapp_cloud channels; set their wabaId with PATCH and remove CHANNEL_PROVIDER');
   const graph = new GraphClient({ baseUrl: config.meta.graphBaseUrl, apiVersion: config.meta.graphApiVersion, timeoutMs: config.sendTimeoutMs });
-  const providers: ProviderRegistry = { sandbox: new SandboxProvider(), whatsapp_cloud: new WhatsAppCloudProvider(graph) };
+  const whatsapp = new WhatsAppCloudProvider(graph);
+  const providers: ProviderRegistry = { sandbox: new SandboxProvider(), whatsapp_cloud: whatsapp };
+  const openChannel = (row: Pick<ChannelRow, 'provider' | 'connection' | 'connection_secret'>) => providerConnection(row, keyring.encryptionKey, config.meta.systemUserToken);
   const knowledgeFetcher = new GuardedFetcher({
     allowPrivate: config.allowPrivateDestinations,
     timeoutMs: config.knowledgeFetchTimeoutMs,
@@ -130,9 +134,10 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     registerSendPipeline(runner, {
       db,
       providers,
-      openConnection: (row) => providerConnection({ provider: row.channel_provider, connection: row.connection, connection_secret: row.connection_secret }, keyring.encryptionKey, config.meta.systemUserToken),
+      openConnection: (row) => openChannel({ provider: row.channel_provider, connection: row.connection, connection_secret: row.connection_secret }),
       counters,
     }),
+    registerTemplateSync(runner, { db, whatsapp, openConnection: openChannel, intervalMs: config.templateSyncIntervalMs }),
     registerCallbackProcessing(runner, { db, log: log.child({ component: 'provider-callbacks' }), counters }),
     registerAutomation(runner, { db, sender: services.followUpSender, intervalMs: config.crmAutomationIntervalMs }),
     registerPreCheckin(runner, { db, reservations: services.reservations }),

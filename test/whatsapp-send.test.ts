@@ -32,6 +32,12 @@ async function conversation() {
     provider: 'whatsapp_cloud',
     connection: { phoneNumberId, wabaId: '102290129340398' },
   });
+  // The channel's first template sync (queued at creation) is a Graph call too: let it pass before injecting failures.
+  await eventually(
+    async () => (await app.runtime.services.db.query(`SELECT 1 FROM jobs WHERE task = 'channels.template-sync' AND payload->>'channelId' = $1 AND state = 'succeeded'`, [channelId])).length > 0,
+    20_000,
+    'the first template sync',
+  );
   const { conversationId } = await app.admin<{ conversationId: string }>('POST', `/tenants/${tenantId}/inbound-messages`, { channelId, contact: { phone: '+14155550100' }, text: 'Hi 👋' });
   return { tenantId, key, channelId, phoneNumberId, conversationId };
 }
@@ -90,4 +96,46 @@ test('a refused token (190) is final and marks the connection failing with its l
   const channel = await app.admin<{ connection: { status: string; lastError?: { code: string } } }>('PATCH', `/tenants/${c.tenantId}/channels/${c.channelId}`, { name: 'Cloud' });
   assert.equal(channel.connection.status, 'failing');
   assert.equal(channel.connection.lastError?.code, 'whatsapp_190');
+});
+
+test('template sync: a new whatsapp_cloud channel learns readiness from Meta (APPROVED is ready, lastFetchedAt real), and a start sends the template with its body parameter', async () => {
+  const { tenantId, key } = await app.tenantWithKey(['conversations:read', 'conversations:write', 'messages:read']);
+  const phoneNumberId = String(106540352300000 + ++seq);
+  const wabaId = String(202290129340000 + seq);
+  graph.addWhatsAppNumber({ phoneNumberId, wabaId, token: TOKEN });
+  graph.setTemplates(wabaId, [
+    { name: 'guest_welcome', language: 'en_US', status: 'APPROVED', category: 'UTILITY' },
+    { name: 'guest_welcome', language: 'es_MX', status: 'PENDING', category: 'UTILITY' },
+  ]);
+  const before = Date.now();
+  const { channelId } = await app.admin<{ channelId: string }>('POST', `/tenants/${tenantId}/channels`, { kind: 'whatsapp', name: 'Cloud', provider: 'whatsapp_cloud', connection: { phoneNumberId, wabaId } });
+  const readiness = await eventually(
+    async () => {
+      const res = await app.api(key, 'GET', `/conversations/start/whatsapp-template-status?channelId=${channelId}`);
+      const body = res.json() as { templateName?: string; locales: Array<{ locale: string; status: string; ready: boolean; lastFetchedAt?: string }> };
+      return body.templateName ? body : undefined;
+    },
+    20_000,
+    'templates synced',
+  );
+  assert.equal(readiness.templateName, 'guest_welcome');
+  const en = readiness.locales.find((l) => l.locale === 'en_US');
+  const es = readiness.locales.find((l) => l.locale === 'es_MX');
+  assert.equal(en?.ready, true);
+  assert.equal(en?.status, 'approved');
+  assert.equal(es?.ready, false);
+  assert.equal(es?.status, 'pending');
+  assert.ok(en?.lastFetchedAt && Date.parse(en.lastFetchedAt) >= before - 1000);
+
+  await app.admin('POST', `/tenants/${tenantId}/contacts`, { phone: '+14155550177', consent: true });
+  const start = await app.api(key, 'POST', '/conversations/start', { channelId, recipientPhone: '+14155550177', locale: 'en_US', messageText: 'Ana 🌞' }, { 'idempotency-key': randomUUID() });
+  assert.equal(start.statusCode, 202, start.body);
+  const sent = await eventually(async () => graph.sent(phoneNumberId, 'messages')[0], 20_000, 'the template at the Graph API');
+  assert.deepEqual(sent.json, {
+    messaging_product: 'whatsapp',
+    recipient_type: 'individual',
+    to: '14155550177',
+    type: 'template',
+    template: { name: 'guest_welcome', language: { code: 'en_US' }, components: [{ type: 'body', parameters: [{ type: 'text', text: 'Ana 🌞' }] }] },
+  });
 });

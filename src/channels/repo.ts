@@ -153,6 +153,33 @@ export const channelRepo = {
     return rows[0];
   },
 
+  /** Across tenants by design: the template sync visits every channel of a provider. */
+  async allOfProvider(db: Queryable, provider: ProviderName): Promise<ChannelRow[]> {
+    return db.query<ChannelRow>('SELECT * FROM channels WHERE provider = $1 ORDER BY id', [provider]);
+  },
+
+  /**
+   * A template as the provider reported it. `updated_at` moves only when its category or a locale's status or
+   * readiness changed (not for a new lastFetchedAt): the start template is the most recently updated record, and a
+   * sync that changes nothing must not pick another.
+   */
+  async syncTemplate(
+    db: Queryable,
+    row: { tenantId: string; channelId: string; templateName: string; category: string; locales: TemplateLocale[]; now: Date },
+  ): Promise<void> {
+    await db.query(
+      `INSERT INTO channel_templates AS t (tenant_id, channel_id, template_name, category, locales, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6)
+       ON CONFLICT (channel_id, template_name) DO UPDATE SET category = EXCLUDED.category, locales = EXCLUDED.locales,
+         updated_at = CASE WHEN t.category IS DISTINCT FROM EXCLUDED.category
+                             OR (SELECT jsonb_agg(jsonb_build_array(l->>'locale', l->>'status', l->'ready') ORDER BY l->>'locale') FROM jsonb_array_elements(t.locales) l)
+                                IS DISTINCT FROM
+                                (SELECT jsonb_agg(jsonb_build_array(l->>'locale', l->>'status', l->'ready') ORDER BY l->>'locale') FROM jsonb_array_elements(EXCLUDED.locales) l)
+                           THEN EXCLUDED.updated_at ELSE t.updated_at END`,
+      [row.tenantId, row.channelId, row.templateName, row.category, JSON.stringify(row.locales), row.now],
+    );
+  },
+
   async upsertTemplate(
     db: Queryable,
     row: { tenantId: string; channelId: string; templateName: string; category: string; locales: TemplateLocale[]; now: Date },

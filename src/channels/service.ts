@@ -5,6 +5,7 @@ import { newId } from '../ids.js';
 import { channelConnectionState, checkKind, openSecret, storedConnection, type ConnectionInput, type StoredConnection } from './connection.js';
 import type { ProviderName } from './providers/types.js';
 import { channelRepo, type ChannelKind, type ChannelRow, type TemplateRow } from './repo.js';
+import { queueTemplateSync } from './template-sync.js';
 
 export const SUPPORTED_LOCALES = ['en_US', 'es_MX'] as const;
 export const TEMPLATE_STATUSES = ['not_prepared', 'pending', 'approved', 'rejected', 'paused'] as const;
@@ -52,7 +53,9 @@ export class ChannelService {
     checkKind(provider, input.kind);
     const stored = storedConnection(this.encryptionKey, provider, input.connection);
     await this.refuseTakenAddress(provider, stored, null);
-    const row = await channelRepo.insert(this.db, {
+    const now = this.clock.now();
+    const row = await this.db.transaction(async (tx) => {
+      const inserted = await channelRepo.insert(tx, {
       id: newId('ch'),
       tenantId,
       kind: input.kind,
@@ -61,7 +64,11 @@ export class ChannelService {
       provider,
       stored,
       available: input.available ?? true,
-      now: this.clock.now(),
+      now,
+      });
+      // A new WhatsApp channel learns its templates' readiness from Meta right away (decisions 7.1).
+      if (inserted?.provider === 'whatsapp_cloud') await queueTemplateSync(tx, now, tenantId, inserted.id);
+      return inserted;
     });
     if (!row) throw this.addressConflict(provider);
     return this.view(row);
