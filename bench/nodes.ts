@@ -107,10 +107,9 @@ export async function runNodes(postgresUrl: string, quick: boolean): Promise<Nod
     WEBHOOK_RETRY_DELAYS_MS: '500,500,500,500,500,500',
     WEBHOOK_ATTEMPT_TIMEOUT_MS: '3000',
     WEBHOOK_MAX_IN_FLIGHT_PER_HOST: '8',
-    CHANNEL_PROVIDER: 'whatsapp',
-    WHATSAPP_ACCESS_TOKEN: 'bench-token',
-    WHATSAPP_APP_SECRET: 'bench-app-secret',
-    WHATSAPP_GRAPH_BASE_URL: graph.url,
+    META_SYSTEM_USER_TOKEN: 'bench-token',
+    META_APP_SECRET: 'bench-app-secret',
+    META_GRAPH_BASE_URL: graph.url,
     CRAWL_MAX_DELAY_MS: '0',
   };
   const servers = new Map<string, Server>();
@@ -131,7 +130,7 @@ export async function runNodes(postgresUrl: string, quick: boolean): Promise<Nod
     const { key } = await call<{ key: string }>(api1.baseUrl, 'POST', `/admin/v1/tenants/${tenantId}/api-keys`, { body: { name: 'load', scopes: SCOPES } });
     const limited = await call<{ key: string }>(api1.baseUrl, 'POST', `/admin/v1/tenants/${tenantId}/api-keys`, { body: { name: 'limit', scopes: ['webhooks:read'] } });
     await call(api1.baseUrl, 'POST', '/m2m/v1/webhooks', { token: key, body: { url: `${receiver.url}/hook`, events: ['message.created'] } });
-    const { channelId } = await call<{ channelId: string }>(api1.baseUrl, 'POST', `/admin/v1/tenants/${tenantId}/channels`, { body: { kind: 'whatsapp', name: 'Line', providerRef: '100200300400' } });
+    const { channelId } = await call<{ channelId: string }>(api1.baseUrl, 'POST', `/admin/v1/tenants/${tenantId}/channels`, { body: { kind: 'whatsapp', name: 'Line', provider: 'whatsapp_cloud', connection: { phoneNumberId: '100200300400', wabaId: '100200300401' } } });
     await call(api1.baseUrl, 'PUT', `/admin/v1/tenants/${tenantId}/channels/${channelId}/templates/conversation_start`, {
       body: { category: 'UTILITY', locales: [{ locale: 'en_US', status: 'approved', ready: true }] },
     });

@@ -18,7 +18,7 @@ import { lazyChild } from './util/lazy-logger.js';
 import { validatorCompiler } from './http/validation.js';
 import { lazySerializers } from './http/serialization.js';
 import { adminRoutes } from './admin/routes.js';
-import { whatsappCallbackRoutes } from './messaging/provider-routes.js';
+import { metaCallbackRoutes } from './channels/callback-routes.js';
 import { shareRoutes } from './knowledge/share-routes.js';
 import { migrationsApplied } from './db/migrate.js';
 import { docsRoutes } from './docs/routes.js';
@@ -140,7 +140,7 @@ export async function buildApp(services: Services, logger: Logger, options: AppO
     { prefix: API_PREFIX },
   );
 
-  await app.register(whatsappCallbackRoutes(config, services.messaging));
+  await app.register(metaCallbackRoutes(config, services.db, services.clock));
   await app.register(shareRoutes(services.knowledgeAssets));
 
   await app.register(

@@ -32,14 +32,20 @@ export interface Config {
   /** On SIGTERM, how long running jobs and webhook attempts may take to finish before they are ended and handed back. */
   shutdownGraceMs: number;
   logLevel: string;
-  channelProvider: 'sandbox' | 'whatsapp';
-  whatsapp: {
-    graphBaseUrl: string;
-    apiVersion: string;
-    accessToken: string | undefined;
+  /** Meta's Graph API and callbacks (decisions 7.1); every channel names its own provider. */
+  meta: {
     appSecret: string | undefined;
     verifyToken: string | undefined;
+    systemUserToken: string | undefined;
+    graphBaseUrl: string;
+    graphApiVersion: string;
   };
+  /** Variables of earlier releases still read (as fallbacks) or now ignored: logged at start as deprecated. */
+  deprecatedVariables: string[];
+  /** How often the workers read every whatsapp_cloud channel's templates from Meta. */
+  templateSyncIntervalMs: number;
+  /** The old CHANNEL_PROVIDER, read only to carry its channels over once (src/channels/legacy.ts). */
+  legacyChannelProvider: string | undefined;
   sendTimeoutMs: number;
   sendMaxAttempts: number;
   crmAutomationIntervalMs: number;
@@ -133,13 +139,27 @@ function role(argv: string[]): Role {
   return value;
 }
 
-function channelProvider(env: Env): 'sandbox' | 'whatsapp' {
-  const value = env.CHANNEL_PROVIDER || 'sandbox';
-  if (value !== 'sandbox' && value !== 'whatsapp') throw new ConfigError(`CHANNEL_PROVIDER must be sandbox or whatsapp, got "${value}"`);
-  if (value === 'whatsapp' && (!env.WHATSAPP_ACCESS_TOKEN || !env.WHATSAPP_APP_SECRET)) {
-    throw new ConfigError('CHANNEL_PROVIDER=whatsapp needs WHATSAPP_ACCESS_TOKEN and WHATSAPP_APP_SECRET');
-  }
-  return value;
+/** META_* and, as fallbacks of earlier releases, WHATSAPP_*; CHANNEL_PROVIDER is gone (each channel has its provider). */
+function meta(env: Env): { meta: Config['meta']; deprecatedVariables: string[]; legacyChannelProvider: string | undefined } {
+  const deprecated: string[] = [];
+  const pick = (name: string, legacy: string): string | undefined => {
+    if (env[legacy]) deprecated.push(legacy);
+    return env[name] || env[legacy] || undefined;
+  };
+  if (env.CHANNEL_PROVIDER) deprecated.push('CHANNEL_PROVIDER');
+  const graphBaseUrl = (pick('META_GRAPH_BASE_URL', 'WHATSAPP_GRAPH_BASE_URL') ?? 'https://graph.facebook.com').replace(/\/+$/, '');
+  if (!hasProtocol(graphBaseUrl, ['https:', 'http:'])) throw new ConfigError(`META_GRAPH_BASE_URL must be an http(s) URL, got "${graphBaseUrl}"`);
+  return {
+    meta: {
+      appSecret: pick('META_APP_SECRET', 'WHATSAPP_APP_SECRET'),
+      verifyToken: pick('META_VERIFY_TOKEN', 'WHATSAPP_VERIFY_TOKEN'),
+      systemUserToken: pick('META_SYSTEM_USER_TOKEN', 'WHATSAPP_ACCESS_TOKEN'),
+      graphBaseUrl,
+      graphApiVersion: pick('META_GRAPH_API_VERSION', 'WHATSAPP_API_VERSION') ?? 'v23.0',
+    },
+    deprecatedVariables: deprecated,
+    legacyChannelProvider: env.CHANNEL_PROVIDER || undefined,
+  };
 }
 
 /** Whether `value` parses as a URL with one of `protocols` (`'https:'`, …). */
@@ -228,14 +248,8 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
     jobPollIntervalMs: int(env, 'JOB_POLL_INTERVAL_MS', 1000, 10, 60_000),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 300_000),
     logLevel: env.LOG_LEVEL || 'info',
-    channelProvider: channelProvider(env),
-    whatsapp: {
-      graphBaseUrl: (env.WHATSAPP_GRAPH_BASE_URL || 'https://graph.facebook.com').replace(/\/+$/, ''),
-      apiVersion: env.WHATSAPP_API_VERSION || 'v21.0',
-      accessToken: env.WHATSAPP_ACCESS_TOKEN || undefined,
-      appSecret: env.WHATSAPP_APP_SECRET || undefined,
-      verifyToken: env.WHATSAPP_VERIFY_TOKEN || undefined,
-    },
+    ...meta(env),
+    templateSyncIntervalMs: int(env, 'TEMPLATE_SYNC_INTERVAL_MS', 15 * 60 * 1000, 1000, 7 * 24 * 60 * 60 * 1000),
     sendTimeoutMs: int(env, 'SEND_TIMEOUT_MS', 10_000, 50, 120_000),
     sendMaxAttempts: int(env, 'SEND_MAX_ATTEMPTS', 5, 1, 50),
     crmAutomationIntervalMs: int(env, 'CRM_AUTOMATION_INTERVAL_MS', 60_000, 100, 86_400_000),

@@ -16,8 +16,14 @@ import { registerSendPipeline } from './messaging/pipeline.js';
 import { registerAutomation } from './crm/automation.js';
 import { registerPreCheckin } from './reservations/schedule.js';
 import { SandboxProvider } from './messaging/providers/sandbox.js';
-import { WhatsAppCloudProvider } from './messaging/providers/whatsapp.js';
-import type { ChannelProvider } from './messaging/providers/types.js';
+import type { ProviderRegistry } from './messaging/providers/registry.js';
+import { WhatsAppCloudProvider } from './channels/providers/meta/whatsapp.js';
+import { GraphClient } from './channels/providers/meta/graph-client.js';
+import { providerConnection } from './channels/connection.js';
+import { registerCallbackProcessing } from './channels/callbacks.js';
+import { adoptLegacyChannels } from './channels/legacy.js';
+import { registerTemplateSync } from './channels/template-sync.js';
+import type { ChannelRow } from './channels/repo.js';
 import type { Resolver } from './net/guard.js';
 import { registerKnowledgeJobs } from './knowledge/jobs.js';
 import { createEmbedder } from './knowledge/crawler/worker.js';
@@ -99,10 +105,15 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const app = await buildApp(services, log, { limiter, metrics });
   await services.apiKeys.start();
   const runner = new JobRunner(db, clock, log.child({ component: 'jobs' }), { pollIntervalMs: config.jobPollIntervalMs });
-  const provider: ChannelProvider =
-    config.channelProvider === 'whatsapp'
-      ? new WhatsAppCloudProvider({ ...config.whatsapp, accessToken: config.whatsapp.accessToken!, timeoutMs: config.sendTimeoutMs })
-      : new SandboxProvider();
+  if (config.deprecatedVariables.length > 0) {
+    log.warn({ variables: config.deprecatedVariables }, 'deprecated variables: WHATSAPP_* are read as fallbacks of META_*; CHANNEL_PROVIDER is ignored (each channel has its provider)');
+  }
+  const adopted = await adoptLegacyChannels(db, config.legacyChannelProvider);
+  if (adopted > 0) log.warn({ channels: adopted }, 'CHANNEL_PROVIDER=whatsapp: WhatsApp channels of the earlier release are now whatsapp_cloud channels; set their wabaId with PATCH and remove CHANNEL_PROVIDER');
+  const graph = new GraphClient({ baseUrl: config.meta.graphBaseUrl, apiVersion: config.meta.graphApiVersion, timeoutMs: config.sendTimeoutMs });
+  const whatsapp = new WhatsAppCloudProvider(graph);
+  const providers: ProviderRegistry = { sandbox: new SandboxProvider(), whatsapp_cloud: whatsapp };
+  const openChannel = (row: Pick<ChannelRow, 'provider' | 'connection' | 'connection_secret'>) => providerConnection(row, keyring.encryptionKey, config.meta.systemUserToken);
   const knowledgeFetcher = new GuardedFetcher({
     allowPrivate: config.allowPrivateDestinations,
     timeoutMs: config.knowledgeFetchTimeoutMs,
@@ -121,7 +132,14 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
         { name: 'idempotencyKeys', run: (now) => purgeExpiredIdempotencyKeys(db, now) },
       ],
     }),
-    registerSendPipeline(runner, { db, provider, counters }),
+    registerSendPipeline(runner, {
+      db,
+      providers,
+      openConnection: (row) => openChannel({ provider: row.channel_provider, connection: row.connection, connection_secret: row.connection_secret }),
+      counters,
+    }),
+    registerTemplateSync(runner, { db, whatsapp, openConnection: openChannel, intervalMs: config.templateSyncIntervalMs }),
+    registerCallbackProcessing(runner, { db, log: log.child({ component: 'provider-callbacks' }), counters }),
     registerAutomation(runner, { db, sender: services.followUpSender, intervalMs: config.crmAutomationIntervalMs }),
     registerPreCheckin(runner, { db, reservations: services.reservations }),
     registerKnowledgeJobs(runner, { db, blobs: services.blobs, fetcher: knowledgeFetcher, embedder: createEmbedder(config) }),

@@ -69,14 +69,14 @@ export function createServices(deps: { config: Config; db: Db; clock: Clock; key
   const cursors = new Cursors(keyring.signingKey);
   const webhooks = new WebhookService({ db, clock, keyring, cursors, allowPrivateDestinations: config.allowPrivateDestinations, resolver });
   apiKeys.onChange((tx, change) => webhooks.onApiKeyChanged(tx, change));
-  const outbound = new OutboundQueue(config.channelProvider, config.sendMaxAttempts);
+  const outbound = new OutboundQueue(config.sendMaxAttempts);
   const blobs = createBlobStore(config);
   return {
     ...deps,
     cursors,
     tenants: new TenantService(db, clock),
     apiKeys,
-    channels: new ChannelService(db, clock, { provider: config.channelProvider }),
+    channels: new ChannelService(db, clock, keyring.encryptionKey, config.meta.systemUserToken !== undefined),
     webhooks,
     events: new EventService({ db, clock, cursors }),
     conversations: new ConversationService(db, clock, cursors),

@@ -1,10 +1,13 @@
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/driver.js';
-import { invalid, notFound } from '../errors.js';
+import { conflict, invalid, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Ctx } from '../context.js';
-import { channelRepo, type ChannelKind, type TemplateRow } from './repo.js';
-import { channelView, templateView, type ChannelDeployment } from './views.js';
+import { channelConnectionState, checkKind, openSecret, storedConnection, type ConnectionInput, type StoredConnection } from './connection.js';
+import type { ProviderName } from './providers/types.js';
+import { channelRepo, type ChannelKind, type ChannelRow, type TemplateRow } from './repo.js';
+import { queueTemplateSync } from './template-sync.js';
+import { channelView, templateView } from './views.js';
 
 export const SUPPORTED_LOCALES = ['en_US', 'es_MX'] as const;
 export const TEMPLATE_STATUSES = ['not_prepared', 'pending', 'approved', 'rejected', 'paused'] as const;
@@ -25,18 +28,37 @@ export class ChannelService {
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
-    private readonly deployment: ChannelDeployment = { provider: 'sandbox' },
+    /** The keyring's AES-GCM key: connection tokens are sealed with it. */
+    private readonly encryptionKey: Buffer,
+    /** META_SYSTEM_USER_TOKEN is set: WhatsApp channels without their own token are connected through it. */
+    private readonly systemUserTokenSet: boolean,
   ) {}
+
+  /** The admin view of a channel: its provider, the public part of its connection and its status; never a token. */
+  view(row: ChannelRow) {
+    const { provider, connection } = channelConnectionState(row, this.systemUserTokenSet);
+    const { widgetId, ...ids } = row.connection;
+    return {
+      channelId: row.id,
+      kind: row.kind,
+      provider,
+      name: row.name,
+      phoneNumber: row.phone_number,
+      available: row.available,
+      connection: { ...ids, ...connection },
+      ...(widgetId ? { widgetId } : {}),
+    };
+  }
 
   async list({ tenantId }: Ctx) {
     const rows = await channelRepo.list(this.db, tenantId);
-    return { channels: rows.map((row) => channelView(row, this.deployment)) };
+    return { channels: rows.map((row) => channelView(row, this.systemUserTokenSet)) };
   }
 
   async get({ tenantId }: Ctx, { channelId }: { channelId: string }) {
     const row = await channelRepo.get(this.db, tenantId, channelId);
     if (!row) throw notFound('channel');
-    return { channel: channelView(row, this.deployment) };
+    return { channel: channelView(row, this.systemUserTokenSet) };
   }
 
   /** The stored readiness of every template of the channel (never refreshed by this call). */
@@ -46,18 +68,59 @@ export class ChannelService {
     return { templates: (await channelRepo.templates(this.db, tenantId, channelId)).map(templateView) };
   }
 
-  async create(tenantId: string, input: { kind: ChannelKind; name: string; phoneNumber?: string; providerRef?: string; available?: boolean }) {
-    const row = await channelRepo.insert(this.db, {
+  async create(tenantId: string, input: { kind: ChannelKind; provider?: ProviderName; connection?: ConnectionInput; name: string; phoneNumber?: string; available?: boolean }) {
+    const provider = input.provider ?? 'sandbox';
+    checkKind(provider, input.kind);
+    const stored = storedConnection(this.encryptionKey, provider, input.connection);
+    await this.refuseTakenAddress(provider, stored, null);
+    const now = this.clock.now();
+    const row = await this.db.transaction(async (tx) => {
+      const inserted = await channelRepo.insert(tx, {
       id: newId('ch'),
       tenantId,
       kind: input.kind,
       name: input.name,
       phoneNumber: input.phoneNumber ?? null,
-      providerRef: input.providerRef ?? null,
+      provider,
+      stored,
       available: input.available ?? true,
-      now: this.clock.now(),
+      now,
+      });
+      // A new WhatsApp channel learns its templates' readiness from Meta right away (decisions 7.1).
+      if (inserted?.provider === 'whatsapp_cloud') await queueTemplateSync(tx, now, tenantId, inserted.id);
+      return inserted;
     });
-    return { channelId: row.id, kind: row.kind, name: row.name, phoneNumber: row.phone_number, available: row.available };
+    if (!row) throw this.addressConflict(provider);
+    return this.view(row);
+  }
+
+  /** PATCH: name, availability, connection (same provider; fields left out, tokens included, are kept). */
+  async update(tenantId: string, channelId: string, input: { name?: string; available?: boolean; connection?: ConnectionInput }) {
+    const current = await channelRepo.get(this.db, tenantId, channelId);
+    if (!current) throw notFound('channel');
+    let stored: StoredConnection | undefined;
+    if (input.connection !== undefined) {
+      stored = storedConnection(this.encryptionKey, current.provider, input.connection, { connection: current.connection, secret: openSecret(this.encryptionKey, current.connection_secret) });
+      await this.refuseTakenAddress(current.provider, stored, current.id);
+    }
+    const row = await channelRepo.update(this.db, tenantId, channelId, { name: input.name, available: input.available, stored }, this.clock.now());
+    if (!row) throw notFound('channel');
+    return this.view(row);
+  }
+
+  /** The channel's provider and connection status (for the public channel reads). */
+  async providerState(tenantId: string, channelId: string) {
+    const row = await channelRepo.get(this.db, tenantId, channelId);
+    if (!row) throw notFound('channel');
+    return channelConnectionState(row, this.systemUserTokenSet);
+  }
+
+  private async refuseTakenAddress(provider: ProviderName, stored: StoredConnection, channelId: string | null): Promise<void> {
+    if (stored.providerRef && (await channelRepo.addressTaken(this.db, provider, stored.providerRef, channelId))) throw this.addressConflict(provider);
+  }
+
+  private addressConflict(provider: ProviderName) {
+    return conflict(`another ${provider} channel is already connected to this account`, { reason: 'connection_taken' });
   }
 
   /** Stores a template's per-locale readiness as the provider reported it (the admin route stands in for that sync). */

@@ -4,23 +4,40 @@ import type { Db } from '../db/driver.js';
 import { notFound } from '../errors.js';
 import type { Cursors } from '../platform/cursor.js';
 import { iso } from '../util/time.js';
+import { MESSAGE_TYPES } from '../events/types.js';
 import { messageRepo, type MessageRow } from './message-repo.js';
 import type { ListMessagesQuery, MessageParams } from './message-schema.js';
 import type { ConversationParams } from './schema.js';
 import { requireConversation } from './service.js';
 import { conversationView } from './views.js';
 
+/** A message as the public reads answer it (decisions 6.2 and 7.2); provider ids and media URLs stay inside. */
 function messageView(row: MessageRow, channel: string) {
+  const { media, reaction } = row;
   return {
     messageId: row.id,
     conversationId: row.conversation_id,
     direction: row.direction,
     channel,
-    text: row.text,
+    type: messageType(row.type),
+    ...(row.text !== '' ? { text: row.text } : {}),
     createdAt: iso(row.created_at)!,
+    source: row.source ?? (row.direction === 'inbound' ? 'channel' : 'api'),
+    ...(media
+      ? { media: { contentType: media.contentType, ...(media.sizeBytes !== undefined ? { sizeBytes: media.sizeBytes } : {}), ...(media.filename ? { filename: media.filename } : {}), status: media.status } }
+      : {}),
+    ...(row.location ? { location: row.location } : {}),
+    ...(row.interactive ? { interactive: row.interactive } : {}),
+    ...(reaction ? { reaction: { emoji: reaction.emoji, ...(reaction.targetMessageId ? { targetMessageId: reaction.targetMessageId } : {}) } } : {}),
+    ...(row.reply_to_message_id ? { replyToMessageId: row.reply_to_message_id } : {}),
     ...(row.request_event_id ? { requestEventId: row.request_event_id } : {}),
     ...(row.status ? { status: row.status } : {}),
+    ...(row.read_at ? { readAt: iso(row.read_at)! } : {}),
   };
+}
+
+function messageType(type: string): (typeof MESSAGE_TYPES)[number] {
+  return MESSAGE_TYPES.find((known) => known === type) ?? 'unsupported';
 }
 
 /** What a conversation holds: the conversation itself and its messages (the content webhooks only name). */

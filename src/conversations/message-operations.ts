@@ -14,14 +14,16 @@ export interface ConversationContentOperationServices {
 const common = { area: 'conversations', tag: 'Conversations' } as const;
 const at = '2026-11-24T10:00:00.000Z';
 const conversationId = 'cnv_7h2k9m4p1q8r3s6t0v5w';
-const inbound = { messageId: 'msg_1q2w3e4r5t6y7u8i9o0p', conversationId, direction: 'inbound' as const, channel: 'whatsapp', text: 'Can I check in early?', createdAt: at };
+const inbound = { messageId: 'msg_1q2w3e4r5t6y7u8i9o0p', conversationId, direction: 'inbound' as const, channel: 'whatsapp', type: 'text' as const, text: 'Can I check in early?', createdAt: at, source: 'channel' as const };
 const outbound = {
   messageId: 'msg_0a9s8d7f6g5h4j3k2l1z',
   conversationId,
   direction: 'outbound' as const,
   channel: 'whatsapp',
+  type: 'text' as const,
   text: 'Yes, from 11:00. See you tomorrow!',
   createdAt: '2026-11-24T10:00:05.000Z',
+  source: 'api' as const,
   requestEventId: 'mrq_6y5t4r3e2w1q0p9o8i7u',
   status: 'delivered' as const,
 };

@@ -1,6 +1,7 @@
 import type { Db } from '../db/driver.js';
 import { olderThan } from '../db/sql.js';
 import type { RequestStatus } from '../messaging/repo.js';
+import type { MessageContent, MessageSource } from './repo.js';
 
 export type Direction = 'inbound' | 'outbound';
 
@@ -13,6 +14,14 @@ export interface MessageRow {
   request_event_id: string | null;
   status: RequestStatus | null;
   created_at: Date;
+  type: string;
+  source: MessageSource | null;
+  media: Required<MessageContent>['media'] | null;
+  location: Required<MessageContent>['location'] | null;
+  interactive: Required<MessageContent>['interactive'] | null;
+  reaction: Required<MessageContent>['reaction'] | null;
+  reply_to_message_id: string | null;
+  read_at: Date | null;
 }
 
 /** Messages of one conversation of the tenant, with the conversation's channel kind. */
@@ -27,7 +36,8 @@ type JoinedRow = { channel_kind: string } & (MessageRow | Record<keyof MessageRo
 // The send status is looked up per returned row (by primary key): a join let the planner, with stale statistics
 // on message_requests, scan all of the tenant's sends for every page.
 const COLUMNS = `m.id, m.conversation_id, m.direction, m.text, m.request_event_id,
-  (SELECT r.status FROM message_requests r WHERE r.id = m.request_event_id AND r.tenant_id = m.tenant_id) AS status, m.created_at
+  (SELECT r.status FROM message_requests r WHERE r.id = m.request_event_id AND r.tenant_id = m.tenant_id) AS status, m.created_at,
+  m.type, m.source, m.media, m.location, m.interactive, m.reaction, m.reply_to_message_id, m.read_at
   FROM messages m`;
 
 /**

@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import { DateTime, Ref, Strict, StringEnum } from '../http/schemas.js';
 import { StatusEnum } from '../messaging/schema.js';
 import { ConversationParams } from './schema.js';
+import { MESSAGE_TYPES } from '../events/types.js';
 
 export const DIRECTIONS = ['inbound', 'outbound'] as const;
 export const MAX_REPLY_LENGTH = 4096;
@@ -26,10 +27,40 @@ export const Message = Type.Object(
     conversationId: Type.String(),
     direction: StringEnum(DIRECTIONS),
     channel: Type.String(),
-    text: Type.String(),
+    type: StringEnum(MESSAGE_TYPES),
+    text: Type.Optional(Type.String({ description: 'The body or caption; absent when there is none' })),
     createdAt: DateTime,
+    source: StringEnum(['channel', 'api', 'automation', 'lifecycle', 'external'], { description: 'channel for every inbound message' }),
+    media: Type.Optional(
+      Type.Object(
+        {
+          contentType: Type.String(),
+          sizeBytes: Type.Optional(Type.Integer({ minimum: 0 })),
+          filename: Type.Optional(Type.String()),
+          status: StringEnum(['pending', 'ready', 'failed']),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    location: Type.Optional(
+      Type.Object(
+        { latitude: Type.Number(), longitude: Type.Number(), name: Type.Optional(Type.String()), address: Type.Optional(Type.String()) },
+        { additionalProperties: false },
+      ),
+    ),
+    interactive: Type.Optional(
+      Type.Object({ kind: StringEnum(['button_reply', 'list_reply']), id: Type.String(), title: Type.String() }, { additionalProperties: false }),
+    ),
+    reaction: Type.Optional(
+      Type.Object(
+        { emoji: Type.String({ description: 'Empty: the reaction was removed' }), targetMessageId: Type.Optional(Type.String()) },
+        { additionalProperties: false },
+      ),
+    ),
+    replyToMessageId: Type.Optional(Type.String()),
     requestEventId: Type.Optional(Type.String({ description: 'Outbound messages: the send, as in getMessageRequestStatus' })),
     status: Type.Optional(StatusEnum),
+    readAt: Type.Optional(DateTime),
   },
   { $id: 'Message', additionalProperties: false },
 );

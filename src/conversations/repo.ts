@@ -1,5 +1,27 @@
 import type { Queryable } from '../db/driver.js';
 import type { ChannelKind } from '../channels/repo.js';
+import type { InteractiveReply } from '../channels/providers/types.js';
+
+/** Who wrote a message (decisions 7.2): `channel` for every inbound one. */
+export type MessageSource = 'channel' | 'api' | 'automation' | 'lifecycle' | 'external';
+
+/** The fields of a message beyond its text (decisions 7.2); stored as JSON where they are objects. */
+export interface MessageContent {
+  type?: string;
+  source?: MessageSource;
+  channelId?: string;
+  providerMessageId?: string;
+  media?: { contentType: string; sizeBytes?: number; filename?: string; status: 'pending' | 'ready' | 'failed'; providerMediaId?: string; url?: string; reason?: string };
+  location?: { latitude: number; longitude: number; name?: string; address?: string };
+  interactive?: InteractiveReply;
+  reaction?: { emoji: string; targetMessageId?: string; targetProviderMessageId: string };
+  contacts?: unknown[];
+  replyToMessageId?: string;
+}
+
+function json(value: unknown): string | null {
+  return value === undefined ? null : JSON.stringify(value);
+}
 
 export interface ContactRow {
   id: string;
@@ -156,12 +178,46 @@ export const conversationRepo = {
 
   async insertMessage(
     db: Queryable,
-    row: { id: string; tenantId: string; conversationId: string; direction: 'inbound' | 'outbound'; text: string; requestEventId?: string; now: Date },
-  ): Promise<void> {
-    await db.query(
-      `INSERT INTO messages (id, tenant_id, conversation_id, direction, text, request_event_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-      [row.id, row.tenantId, row.conversationId, row.direction, row.text, row.requestEventId ?? null, row.now],
+    row: { id: string; tenantId: string; conversationId: string; direction: 'inbound' | 'outbound'; text: string; requestEventId?: string; now: Date } & MessageContent,
+  ): Promise<boolean> {
+    const rows = await db.query<{ id: string }>(
+      `INSERT INTO messages (id, tenant_id, conversation_id, direction, text, request_event_id, created_at, type, source, channel_id, provider_message_id,
+                             media, location, interactive, reaction, contacts, reply_to_message_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+       ON CONFLICT (channel_id, provider_message_id) WHERE provider_message_id IS NOT NULL DO NOTHING RETURNING id`,
+      [
+        row.id,
+        row.tenantId,
+        row.conversationId,
+        row.direction,
+        row.text,
+        row.requestEventId ?? null,
+        row.now,
+        row.type ?? 'text',
+        row.source ?? null,
+        row.channelId ?? null,
+        row.providerMessageId ?? null,
+        json(row.media),
+        json(row.location),
+        json(row.interactive),
+        json(row.reaction),
+        json(row.contacts),
+        row.replyToMessageId ?? null,
+      ],
     );
+    return rows.length > 0;
+  },
+
+  /** Our message id of a provider's message on the channel: an inbound one, or the request of an outbound one. */
+  async messageIdByProviderId(db: Queryable, tenantId: string, channelId: string, providerMessageId: string): Promise<string | undefined> {
+    const rows = await db.query<{ id: string }>(
+      `SELECT id FROM messages WHERE channel_id = $2 AND provider_message_id = $3 AND tenant_id = $1
+       UNION ALL
+       SELECT r.reply_id FROM message_requests r JOIN channels c ON c.id = r.channel_id AND c.provider = r.provider
+       WHERE c.id = $2 AND r.provider_message_id = $3 AND r.tenant_id = $1 LIMIT 1`,
+      [tenantId, channelId, providerMessageId],
+    );
+    return rows[0]?.id;
   },
 
   /**

@@ -3,7 +3,7 @@ import { SCHEMA_VERSION } from '../webhooks/events.js';
 
 /** A payload example per event type, typed by the same table emit() is typed by (so a changed payload fails to compile). */
 const DATA_EXAMPLES: { [T in EventType]?: EventData<T> } = {
-  'message.created': { messageId: 'msg_2b7c9d1e3f5a7b9c1d3e', conversationId: 'cnv_7h2k9m4p1q8r3s6t0v5w', direction: 'inbound', channel: 'whatsapp' },
+  'message.created': { messageId: 'msg_2b7c9d1e3f5a7b9c1d3e', conversationId: 'cnv_7h2k9m4p1q8r3s6t0v5w', direction: 'inbound', channel: 'whatsapp', type: 'text' },
   'message.delivery.updated': {
     requestEventId: 'req_6y5t4r3e2w1q0p9o8i7u',
     status: 'delivered',

@@ -15,7 +15,7 @@ const event = {
   schemaVersion: '1.0',
   tenantId: 'ten_7h8j9k0l1z2x3c4v5b6n',
   occurredAt: at,
-  data: { messageId: 'msg_4r5t6y7u8i9o0p1q2w3e', conversationId: 'cnv_9o8i7u6y5t4r3e2w1q0p', direction: 'inbound', channel: 'whatsapp' },
+  data: { messageId: 'msg_4r5t6y7u8i9o0p1q2w3e', conversationId: 'cnv_9o8i7u6y5t4r3e2w1q0p', direction: 'inbound', channel: 'whatsapp', type: 'text' },
 };
 
 export const eventOperations = [

@@ -14,6 +14,22 @@ function define<S extends TSchema>(definition: EventDefinition<S>): EventDefinit
 }
 
 const Id = Type.String({ minLength: 1 });
+
+/** The kinds of message (decisions 7.2), in events and in message reads. */
+export const MESSAGE_TYPES = [
+  'text',
+  'image',
+  'audio',
+  'video',
+  'document',
+  'sticker',
+  'location',
+  'contacts',
+  'interactive_reply',
+  'reaction',
+  'template',
+  'unsupported',
+] as const;
 const Changes = Type.Object(
   { new: Type.Integer({ minimum: 0 }), changed: Type.Integer({ minimum: 0 }), removed: Type.Integer({ minimum: 0 }), same: Type.Integer({ minimum: 0 }) },
   { additionalProperties: false },
@@ -34,6 +50,7 @@ export const EVENT_DEFINITIONS = {
         conversationId: Id,
         direction: StringEnum(['inbound', 'outbound']),
         channel: Type.String(),
+        type: StringEnum(MESSAGE_TYPES, { description: 'The kind of message (decisions 7.2)' }),
         requestEventId: Type.Optional(Id),
       },
       { additionalProperties: false },

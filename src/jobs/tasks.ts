@@ -12,6 +12,9 @@ export interface Tasks {
   'knowledge.ingest': { sourceId: string };
   'knowledge.validate-asset': { sourceId: string };
   'knowledge.crawl': { crawlJobId: string };
+  'channels.process-callback': { callbackId: string };
+  /** One channel (on creation) or, without one, every whatsapp_cloud channel (and the next run scheduled). */
+  'channels.template-sync': { channelId?: string };
 }
 
 /** A task that is queued without a payload (stored as `{}`). */

@@ -17,7 +17,8 @@ export interface OutboundMessage {
   recipient_phone: string | null;
   template_name: string | null;
   locale: string | null;
-  provider: string;
+  /** Left null: outbound_queue and conversation_replies read the channel's provider (decisions 7.1). */
+  provider: string | null;
   job_task: 'messaging.send';
   job_payload: PayloadOf<'messaging.send'>;
   job_max_attempts: number;

@@ -32,10 +32,7 @@ export interface QueuedSend {
  * delivered.
  */
 export class OutboundQueue {
-  constructor(
-    private readonly providerName: string,
-    private readonly maxAttempts: number,
-  ) {}
+  constructor(private readonly maxAttempts: number) {}
 
   async queue(tx: Tx, now: Date, input: OutboundInput): Promise<QueuedSend> {
     const message = this.prepare(now, input);
@@ -54,6 +51,7 @@ export class OutboundQueue {
       conversationId: input.conversationId,
       direction: 'outbound',
       channel: input.channelKind,
+      type: input.template ? 'template' : 'text',
       requestEventId: requestId,
     });
     return {
@@ -69,7 +67,7 @@ export class OutboundQueue {
       recipient_phone: input.recipientPhone,
       template_name: input.template?.name ?? null,
       locale: input.template?.locale ?? null,
-      provider: this.providerName,
+      provider: null,
       job_task: SEND_TASK,
       job_payload: { requestEventId: requestId },
       job_max_attempts: this.maxAttempts,

@@ -7,8 +7,11 @@ import { WEBHOOKS_CHANNEL, eventRecord } from '../webhooks/events.js';
 import { messageRequestRepo, type AcceptedOutcome, type AcceptedSend, type DispatchRow, type DispatchStart } from './repo.js';
 import { SEND_TASK } from './outbound.js';
 import { moveStatus } from './status.js';
-import { ProviderError, type ChannelProvider } from './providers/types.js';
 import type { JobWorker } from '../jobs/worker.js';
+import { channelRepo } from '../channels/repo.js';
+import { ChannelSendError, type ChannelConnection, type OutboundRequest } from '../channels/providers/types.js';
+import { sendThrough, type ProviderRegistry } from './providers/registry.js';
+import { closeWindow } from './window.js';
 
 /** Dispatch starts, and accepted sends, written together at most, and groups of each written at once (docs/decisions.md, "Replies and sends in groups"). */
 const SEND_GROUP = { maxGroup: 32, maxInFlight: 2, minBeside: 1 };
@@ -21,8 +24,24 @@ const SEND_GROUP = { maxGroup: 32, maxInFlight: 2, minBeside: 1 };
  * have gone out: the provider takes no idempotency key, so it is failed (`send_outcome_unknown`) rather
  * than sent a second time.
  */
-export function registerSendPipeline(runner: JobRunner, deps: { db: Db; provider: ChannelProvider; counters?: WorkCounters }): JobWorker {
-  const { db, provider } = deps;
+export interface SendPipelineDeps {
+  db: Db;
+  providers: ProviderRegistry;
+  /** The channel's connection with its tokens opened (only here, in the job); undefined when it is incomplete. */
+  openConnection: (row: DispatchRow) => ChannelConnection | undefined;
+  counters?: WorkCounters;
+}
+
+/** The neutral request of a queued message: the start template with its body parameter, or plain text. */
+function outboundRequest(row: DispatchRow): OutboundRequest {
+  const recipient = { ...(row.recipient_phone ? { phone: row.recipient_phone } : {}) };
+  return row.template_name
+    ? { kind: 'template', name: row.template_name, locale: row.locale ?? 'en_US', bodyParameters: [row.text], recipient }
+    : { kind: 'text', text: row.text, recipient };
+}
+
+export function registerSendPipeline(runner: JobRunner, deps: SendPipelineDeps): JobWorker {
+  const { db, providers } = deps;
   const counters = deps.counters ?? noWorkCounters;
   const webhooksChannel = db.notifyName(WEBHOOKS_CHANNEL);
   const inGroups = { ...SEND_GROUP, retryAlone: (error: unknown) => !isDatabaseUnavailable(error) };
@@ -38,18 +57,15 @@ export function registerSendPipeline(runner: JobRunner, deps: { db: Db; provider
       return;
     }
     try {
-      const accepted = await provider.send(
-        {
-          requestEventId: row.id,
-          channelKind: row.channel_kind,
-          senderRef: row.sender_ref,
-          to: row.recipient_phone,
-          conversationId: row.conversation_id,
-          template: row.template_name ? { name: row.template_name, locale: row.locale ?? 'en_US' } : undefined,
-          text: row.text,
-        },
-        ctx.signal,
-      );
+      let connection: ChannelConnection | undefined;
+      try {
+        connection = deps.openConnection(row);
+      } catch {
+        connection = undefined; // a token sealed with another key: the channel needs its connection again
+      }
+      if (!connection) throw new ChannelSendError('channel_not_connected', `the channel's ${row.channel_provider} connection is incomplete; set it with PATCH /tenants/{tenantId}/channels/{channelId}`, { retryable: false });
+      const accepted = await sendThrough(providers, outboundRequest(row), connection, ctx.signal);
+      if (!accepted.providerMessageId) throw new ChannelSendError('provider_bad_response', 'the provider accepted the message without an id', { retryable: false, mayHaveBeenSent: true });
       const now = ctx.clock.now();
       const event = eventRecord(now, tenantId, 'message.delivery.updated', {
         requestEventId: row.id,
@@ -58,10 +74,11 @@ export function registerSendPipeline(runner: JobRunner, deps: { db: Db; provider
         conversationId: row.conversation_id,
         providerMessageId: accepted.providerMessageId,
       });
+      const providerMessageId = accepted.providerMessageId;
       const recorded = await acceptances.submit({
         tenantId,
         requestId: row.id,
-        providerMessageId: accepted.providerMessageId,
+        providerMessageId,
         at: now,
         ...ctx.lease,
         eventId: event.eventId,
@@ -72,23 +89,32 @@ export function registerSendPipeline(runner: JobRunner, deps: { db: Db; provider
       if (recorded.outcome === 'missing') throw new Error(`message request ${row.id} disappeared during its send`);
       if (recorded.outcome === 'lease_lost') throw new LeaseLostError(job.id);
       ctx.completed();
+      await channelRepo.noteOutbound(db, tenantId, row.channel_id, now);
       if (recorded.deliveries > 0) db.wake(WEBHOOKS_CHANNEL);
       counters.sendOutcome('sent');
       ctx.log.info({ requestEventId, providerMessageId: accepted.providerMessageId }, 'message accepted by the provider');
     } catch (error) {
-      const failure = error instanceof ProviderError ? error : new ProviderError('send_error', 'unexpected error while sending', true);
+      if (error instanceof LeaseLostError) throw error;
+      const failure = error instanceof ChannelSendError ? error : new ChannelSendError('send_error', 'unexpected error while sending', { retryable: true });
       await messageRequestRepo.recordDispatchError(db, tenantId, row.id, { code: failure.code, message: failure.message }, ctx.clock.now());
-      if (failure.retryable && job.attempts < job.maxAttempts) {
+      // Retried only when the provider surely did not take it (it answered a refusal, or was never reached): the
+      // Cloud API takes no idempotency key, so a request whose answer is unknown is never sent again.
+      if (failure.retryable && !failure.mayHaveBeenSent && job.attempts < job.maxAttempts) {
         counters.sendOutcome('retrying');
         throw failure; // the runner retries with backoff
       }
+      const code = failure.mayHaveBeenSent ? 'send_outcome_unknown' : failure.code;
+      const message = failure.mayHaveBeenSent ? `${failure.message}; the provider may have sent it, so it is not sent again (${failure.code})` : failure.message;
+      const authFailed = 'authFailed' in failure && failure.authFailed === true;
       await db.transaction(async (tx) => {
         const locked = (await messageRequestRepo.get(tx, tenantId, row.id, true))!;
-        await moveStatus(tx, ctx.clock.now(), locked, 'failed', { code: failure.code, message: failure.message });
+        await moveStatus(tx, ctx.clock.now(), locked, 'failed', { code, message });
+        if (failure.closesWindow) await closeWindow(tx, tenantId, row.conversation_id, ctx.clock.now());
+        if (failure.code !== 'send_error') await channelRepo.noteError(tx, tenantId, row.channel_id, { code: failure.code, message: failure.message }, authFailed, ctx.clock.now());
         await ctx.completeIn(tx);
       });
       counters.sendOutcome('failed');
-      ctx.log.warn({ requestEventId, code: failure.code }, 'send failed');
+      ctx.log.warn({ requestEventId, code }, 'send failed');
     }
   });
   return {};

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/driver.js';
+import type { ChannelRow } from '../channels/repo.js';
 
 export type RequestStatus = 'queued' | 'sent' | 'delivered' | 'read' | 'failed';
 
@@ -33,7 +34,8 @@ export interface DispatchStart {
   at: Date;
 }
 
-export type DispatchRow = MessageRequestRow & { sender_ref: string | null };
+/** A request about to be sent, with its channel's provider and connection (tokens still sealed). */
+export type DispatchRow = MessageRequestRow & { channel_provider: ChannelRow['provider'] } & Pick<ChannelRow, 'connection' | 'connection_secret'>;
 
 /** A send the provider accepted, as message_sends_accepted (src/messaging/sql/message_sends_accepted.sql) records it. */
 export interface AcceptedSend {
@@ -90,9 +92,10 @@ export const messageRequestRepo = {
   async startDispatches(db: Queryable, requests: readonly DispatchStart[]): Promise<Array<DispatchRow | undefined>> {
     const rows = await db.query<DispatchRow>(
       `UPDATE message_requests r SET dispatching_at = d.at, dispatch_attempts = r.dispatch_attempts + 1, updated_at = d.at
-       FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS d(tenant_id, id, at)
+       FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS d(tenant_id, id, at), channels c
        WHERE r.tenant_id = d.tenant_id AND r.id = d.id AND r.status = 'queued' AND r.provider_message_id IS NULL AND r.dispatching_at IS NULL
-       RETURNING r.*, (SELECT c.provider_ref FROM channels c WHERE c.id = r.channel_id AND c.tenant_id = r.tenant_id) AS sender_ref`,
+         AND c.id = r.channel_id AND c.tenant_id = r.tenant_id
+       RETURNING r.*, c.provider AS channel_provider, c.connection, c.connection_secret`,
       [requests.map((r) => r.tenantId), requests.map((r) => r.id), requests.map((r) => r.at)],
     );
     const byId = new Map(rows.map((row) => [`${row.tenant_id}/${row.id}`, row]));
@@ -146,6 +149,11 @@ export const messageRequestRepo = {
       [id, status, error?.code ?? null, error?.message ?? null, now, tenantId],
     );
     return rows[0];
+  },
+
+  /** `readAt` of the outbound message: when the recipient read it. */
+  async markMessageRead(db: Queryable, tenantId: string, messageId: string, at: Date): Promise<void> {
+    await db.query('UPDATE messages SET read_at = COALESCE(read_at, $3) WHERE id = $2 AND tenant_id = $1', [tenantId, messageId, at]);
   },
 
   async reconcile(db: Queryable, tenantId: string, id: string, now: Date): Promise<MessageRequestRow | undefined> {

@@ -114,18 +114,4 @@ export class MessagingService {
       return requestStatusView(await moveStatus(tx, this.clock.now(), row, status, failure));
     });
   }
-
-  /** Status callbacks from a real provider, matched by provider message id; unknown ids are ignored. */
-  async applyProviderCallbacks(provider: string, updates: Array<{ providerMessageId: string; status: Exclude<RequestStatus, 'queued'>; error?: { code: string; message: string } }>): Promise<number> {
-    let applied = 0;
-    for (const update of updates) {
-      await this.db.transaction(async (tx) => {
-        const row = await messageRequestRepo.getByProviderId(tx, provider, update.providerMessageId, true);
-        if (!row) return;
-        const moved = await moveStatus(tx, this.clock.now(), row, update.status, update.error ?? null);
-        if (moved !== row) applied++;
-      });
-    }
-    return applied;
-  }
 }

@@ -14,9 +14,12 @@ export async function moveStatus(
   row: MessageRequestRow,
   to: Exclude<RequestStatus, 'queued'>,
   error: { code: string; message: string } | null = null,
+  /** When it happened at the provider (a read receipt's time); now when not known. */
+  at: Date = now,
 ): Promise<MessageRequestRow> {
   const updated = await messageRequestRepo.setStatus(tx, row.tenant_id, row.id, to, error, now);
   if (!updated) return row;
+  if (to === 'read') await messageRequestRepo.markMessageRead(tx, row.tenant_id, row.reply_id, at);
   await emit(tx, now, row.tenant_id, 'message.delivery.updated', {
     requestEventId: row.id,
     status: to,

@@ -9,10 +9,13 @@ export interface WorkCounters {
   sendOutcome(outcome: 'sent' | 'retrying' | 'failed'): void;
   /** Pages a finished crawl processed or could not fetch. */
   crawlPages(result: 'processed' | 'failed', count: number): void;
+  /** Items of a provider callback: applied, duplicate (a redelivery), unknown_channel (counted, not stored) or skipped (unparsable). */
+  callbackItems(provider: string, outcome: 'applied' | 'duplicate' | 'unknown_channel' | 'skipped', count: number): void;
 }
 
 export const noWorkCounters: WorkCounters = {
   webhookAttempt: () => undefined,
   sendOutcome: () => undefined,
   crawlPages: () => undefined,
+  callbackItems: () => undefined,
 };

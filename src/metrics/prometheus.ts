@@ -60,8 +60,15 @@ export class Metrics {
       labelNames: ['result'],
       registers: [registry],
     });
+    const callbackItems = new Counter({
+      name: 'm2m_provider_callback_items_total',
+      help: 'Items of provider callbacks processed by this process, by provider and outcome (applied, duplicate, unknown_channel, skipped)',
+      labelNames: ['provider', 'outcome'],
+      registers: [registry],
+    });
     this.counters = {
       webhookAttempt: (outcome) => webhookAttempts.inc({ outcome }),
+      callbackItems: (provider, outcome, count) => callbackItems.inc({ provider, outcome }, count),
       sendOutcome: (outcome) => sends.inc({ outcome }),
       crawlPages: (result, count) => crawlPages.inc({ result }, count),
     };

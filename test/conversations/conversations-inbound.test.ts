@@ -124,7 +124,7 @@ describe('inbound messages and conversation events', () => {
     const event = await eventually(async () => envelopes(tenantId).find((e) => e.data.messageId === message.messageId), 10_000, 'message.created delivery');
     assert.equal(event.type, 'message.created');
     assert.equal(event.schemaVersion, '1.0');
-    assert.deepEqual(event.data, { messageId: message.messageId, conversationId: message.conversationId, direction: 'inbound', channel: 'messenger' });
+    assert.deepEqual(event.data, { messageId: message.messageId, conversationId: message.conversationId, direction: 'inbound', channel: 'messenger', type: 'text' });
     const delivered = receiver.received.find((r) => r.headers['x-service-event-id'] === event.eventId);
     assert.ok(delivered, 'X-Service-Event-Id names the event');
     assert.match(String(delivered.headers['x-service-signature']), /^t=\d+,v1=[0-9a-f]{64}$/);

@@ -2,8 +2,6 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
-import { channelConnection } from '../../src/channels/views.js';
-import type { ChannelRow } from '../../src/channels/repo.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 
 // What an integrator finds with a key alone (decisions 7.4, 7.1 "Public reads"): channels and their templates,
@@ -71,14 +69,6 @@ describe('channels', () => {
     const { key } = await app.tenantWithKey(['conversations:read', 'messages:read']);
     const error = expectError(await app.api(key, 'GET', '/channels'), 403, 'M2M_AUTH_INSUFFICIENT_SCOPE');
     assert.deepEqual(error.details, { requiredScopes: ['channels:read'], missingScopes: ['channels:read'] });
-  });
-
-  test('provider and connection come from one mapping: WhatsApp Cloud needs the phone-number id', () => {
-    const row: ChannelRow = { id: 'ch_1', tenant_id: 't', kind: 'whatsapp', name: 'n', phone_number: null, provider_ref: '1', available: true, created_at: new Date(), updated_at: new Date() };
-    assert.deepEqual(channelConnection(row, { provider: 'whatsapp' }), { provider: 'whatsapp_cloud', connection: { status: 'connected' } });
-    assert.deepEqual(channelConnection({ ...row, provider_ref: null }, { provider: 'whatsapp' }), { provider: 'whatsapp_cloud', connection: { status: 'not_connected' } });
-    assert.deepEqual(channelConnection({ ...row, kind: 'webchat' }, { provider: 'whatsapp' }), { provider: 'sandbox', connection: { status: 'connected' } });
-    assert.deepEqual(channelConnection({ ...row, provider_ref: null }, { provider: 'sandbox' }), { provider: 'sandbox', connection: { status: 'connected' } });
   });
 });
 

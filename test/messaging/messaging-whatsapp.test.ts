@@ -116,11 +116,11 @@ type FakeGraph = Awaited<ReturnType<typeof startFakeGraph>>;
 
 function whatsappEnv(graph: FakeGraph): Record<string, string> {
   return {
-    CHANNEL_PROVIDER: 'whatsapp',
-    WHATSAPP_GRAPH_BASE_URL: graph.baseUrl,
-    WHATSAPP_ACCESS_TOKEN: TOKEN,
-    WHATSAPP_APP_SECRET: APP_SECRET,
-    WHATSAPP_VERIFY_TOKEN: VERIFY_TOKEN,
+    META_GRAPH_BASE_URL: graph.baseUrl,
+    META_GRAPH_API_VERSION: 'v21.0',
+    META_SYSTEM_USER_TOKEN: TOKEN,
+    META_APP_SECRET: APP_SECRET,
+    META_VERIFY_TOKEN: VERIFY_TOKEN,
     SEND_TIMEOUT_MS: '500',
     SEND_MAX_ATTEMPTS: '3',
   };
@@ -147,14 +147,15 @@ async function adminCall<T>(app: Injector, method: string, url: string, body?: u
   return res.json() as T;
 }
 
-async function setupWorld(app: Injector, options: { providerRef?: string | null } = {}): Promise<World> {
+async function setupWorld(app: Injector, options: { accessToken?: string } = {}): Promise<World> {
   const { tenantId } = await adminCall<{ tenantId: string }>(app, 'POST', '/tenants', { name: 'Hotel Cloud' });
   const { key } = await adminCall<{ key: string }>(app, 'POST', `/tenants/${tenantId}/api-keys`, { name: 'sender', scopes: SCOPES });
-  const ref = options.providerRef === undefined ? nextRef() : (options.providerRef ?? '');
+  const ref = nextRef();
   const { channelId } = await adminCall<{ channelId: string }>(app, 'POST', `/tenants/${tenantId}/channels`, {
     kind: 'whatsapp',
     name: 'WhatsApp line',
-    ...(options.providerRef === null ? {} : { providerRef: ref }),
+    provider: 'whatsapp_cloud',
+    connection: { phoneNumberId: ref, wabaId: '900100200', ...(options.accessToken ? { accessToken: options.accessToken } : {}) },
   });
   await adminCall(app, 'PUT', `/tenants/${tenantId}/channels/${channelId}/templates/${TEMPLATE}`, {
     category: 'UTILITY',
@@ -231,10 +232,10 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 // ---------------------------------------------------------------------------------------------
 // Status callbacks
 
-function statusesPayload(...statuses: Array<Record<string, unknown>>) {
+function statusesPayload(phoneNumberId: string, ...statuses: Array<Record<string, unknown>>) {
   return {
     object: 'whatsapp_business_account',
-    entry: [{ id: '102290129340398', changes: [{ field: 'messages', value: { messaging_product: 'whatsapp', metadata: { display_phone_number: '15550783881', phone_number_id: '106540352242922' }, statuses } }] }],
+    entry: [{ id: '102290129340398', changes: [{ field: 'messages', value: { messaging_product: 'whatsapp', metadata: { display_phone_number: '15550783881', phone_number_id: phoneNumberId }, statuses } }] }],
   };
 }
 
@@ -246,11 +247,19 @@ function sign(raw: string, secret = APP_SECRET): string {
   return `sha256=${createHmac('sha256', secret).update(raw).digest('hex')}`;
 }
 
-function postCallback(app: Injector, payload: unknown, signature: string | null = 'valid') {
+/** The database whose stored callbacks postCallback waits for (callbacks are processed by the workers). */
+let callbackDb: Runtime['services']['db'] | undefined;
+
+async function postCallback(app: Injector, payload: unknown, signature: string | null = 'valid') {
   const raw = typeof payload === 'string' ? payload : JSON.stringify(payload);
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (signature !== null) headers['x-hub-signature-256'] = signature === 'valid' ? sign(raw) : signature;
-  return app.inject({ method: 'POST', url: '/providers/whatsapp/webhook', headers, payload: raw });
+  const res = await app.inject({ method: 'POST', url: '/providers/whatsapp/webhook', headers, payload: raw });
+  const db = callbackDb;
+  if (res.statusCode === 200 && db) {
+    await eventually(async () => (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM provider_callbacks WHERE processed_at IS NULL'))[0].n === 0, TIMEOUT, 'callbacks processed');
+  }
+  return res;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -264,6 +273,7 @@ describe('WhatsApp Cloud provider', () => {
     graph = await startFakeGraph();
     app = await startTestApp({ startWorkers: true, env: whatsappEnv(graph) });
     http_ = app.runtime.app;
+    callbackDb = app.runtime.services.db;
   });
   after(async () => {
     await app.close();
@@ -294,6 +304,7 @@ describe('WhatsApp Cloud provider', () => {
     assert.match(String(call.headers['content-type']), /^application\/json/);
     assert.deepEqual(call.json, {
       messaging_product: 'whatsapp',
+      recipient_type: 'individual',
       to: world.phone.slice(1),
       type: 'template',
       template: {
@@ -304,7 +315,7 @@ describe('WhatsApp Cloud provider', () => {
     });
 
     const row = await requestRow(app.runtime, requestEventId);
-    assert.equal(row.provider, 'whatsapp');
+    assert.equal(row.provider, 'whatsapp_cloud');
     assert.equal(row.provider_message_id, call.wamid);
     assert.equal(row.dispatching_at, null);
     assert.equal(row.dispatch_attempts, 1);
@@ -319,15 +330,15 @@ describe('WhatsApp Cloud provider', () => {
   test('signed status callbacks: delivered, read; a late delivered changes nothing', async () => {
     const { world, requestEventId, wamid } = await sentMessage();
 
-    const delivered = await postCallback(http_, statusesPayload(callbackStatus(wamid, 'delivered')));
+    const delivered = await postCallback(http_, statusesPayload(world.ref, callbackStatus(wamid, 'delivered')));
     assert.equal(delivered.statusCode, 200, delivered.body);
     assert.equal((await statusOf(http_, world, requestEventId)).status, 'delivered');
 
-    const read = await postCallback(http_, statusesPayload(callbackStatus(wamid, 'read')));
+    const read = await postCallback(http_, statusesPayload(world.ref, callbackStatus(wamid, 'read')));
     assert.equal(read.statusCode, 200, read.body);
     assert.equal((await statusOf(http_, world, requestEventId)).status, 'read');
 
-    const late = await postCallback(http_, statusesPayload(callbackStatus(wamid, 'delivered'), callbackStatus(wamid, 'sent')));
+    const late = await postCallback(http_, statusesPayload(world.ref, callbackStatus(wamid, 'delivered'), callbackStatus(wamid, 'sent')));
     assert.equal(late.statusCode, 200, late.body);
     assert.equal((await statusOf(http_, world, requestEventId)).status, 'read');
     const events = await app.runtime.services.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_events WHERE tenant_id = $1 AND type = 'message.delivery.updated'`, [world.tenantId]);
@@ -336,14 +347,14 @@ describe('WhatsApp Cloud provider', () => {
 
   test('out of order: read first, then delivered, stays read', async () => {
     const { world, requestEventId, wamid } = await sentMessage();
-    assert.equal((await postCallback(http_, statusesPayload(callbackStatus(wamid, 'read')))).statusCode, 200);
-    assert.equal((await postCallback(http_, statusesPayload(callbackStatus(wamid, 'delivered')))).statusCode, 200);
+    assert.equal((await postCallback(http_, statusesPayload(world.ref, callbackStatus(wamid, 'read')))).statusCode, 200);
+    assert.equal((await postCallback(http_, statusesPayload(world.ref, callbackStatus(wamid, 'delivered')))).statusCode, 200);
     assert.equal((await statusOf(http_, world, requestEventId)).status, 'read');
   });
 
   test('a wrong, missing or differently keyed signature is 401 and changes nothing', async () => {
     const { world, requestEventId, wamid } = await sentMessage();
-    const payload = statusesPayload(callbackStatus(wamid, 'delivered'));
+    const payload = statusesPayload(world.ref, callbackStatus(wamid, 'delivered'));
     const raw = JSON.stringify(payload);
     for (const signature of [sign(raw, 'another-secret'), null, 'sha256=', `sha256=${'0'.repeat(64)}`, sign(raw).replace('sha256=', 'sha1='), sign(`${raw} `)]) {
       const res = await postCallback(http_, payload, signature);
@@ -361,10 +372,10 @@ describe('WhatsApp Cloud provider', () => {
 
   test('failed with errors[] on a delivered message: failed with the provider error code', async () => {
     const { world, requestEventId, wamid } = await sentMessage();
-    await postCallback(http_, statusesPayload(callbackStatus(wamid, 'delivered')));
+    await postCallback(http_, statusesPayload(world.ref, callbackStatus(wamid, 'delivered')));
     const res = await postCallback(
       http_,
-      statusesPayload(callbackStatus(wamid, 'failed', { errors: [{ code: 131026, title: 'Message undeliverable', message: 'Message undeliverable', error_data: { details: 'Receiver is incapable of receiving this message' } }] })),
+      statusesPayload(world.ref, callbackStatus(wamid, 'failed', { errors: [{ code: 131026, title: 'Message undeliverable', message: 'Message undeliverable', error_data: { details: 'Receiver is incapable of receiving this message' } }] })),
     );
     assert.equal(res.statusCode, 200, res.body);
     const record = await statusOf(http_, world, requestEventId);
@@ -385,7 +396,7 @@ describe('WhatsApp Cloud provider', () => {
 
   test('unknown message ids and payloads without statuses are acknowledged and ignored; a signed non-JSON body is 400', async () => {
     const { world, requestEventId } = await sentMessage();
-    const unknown = await postCallback(http_, statusesPayload(callbackStatus('wamid.unknown', 'delivered')));
+    const unknown = await postCallback(http_, statusesPayload(world.ref, callbackStatus('wamid.unknown', 'delivered')));
     assert.equal(unknown.statusCode, 200, unknown.body);
     const inbound = await postCallback(http_, {
       object: 'whatsapp_business_account',
@@ -430,39 +441,41 @@ describe('WhatsApp Cloud provider', () => {
     assert.equal(graph.callsFor(world.ref).length, 2);
   });
 
-  test('5xx on every attempt: failed with provider_unavailable after SEND_MAX_ATTEMPTS (3) requests', async () => {
+  test('5xx on every attempt: failed with the Graph error code (whatsapp_<code>) after SEND_MAX_ATTEMPTS (3) requests', async () => {
     const world = await setupWorld(http_);
     graph.answer(world.ref, reject(500));
     const requestEventId = await startSend(http_, world);
     const record = await untilStatus(http_, world, requestEventId, 'failed');
-    assert.equal(record.error?.code, 'provider_unavailable');
+    assert.equal(record.error?.code, 'whatsapp_132001');
     assert.equal(typeof record.error?.message, 'string');
     await pause(300);
     assert.equal(graph.callsFor(world.ref).length, 3);
     assert.deepEqual(await sendJobs(app.runtime, requestEventId), [{ state: 'succeeded', attempts: 3 }]);
   });
 
-  test('a 4xx is final: failed with provider_rejected after one request', async () => {
+  test('a 4xx is final: failed with whatsapp_<code> after one request', async () => {
     const world = await setupWorld(http_);
     graph.answer(world.ref, reject(400));
     const requestEventId = await startSend(http_, world);
     const record = await untilStatus(http_, world, requestEventId, 'failed');
-    assert.equal(record.error?.code, 'provider_rejected');
-    assert.match(record.error?.message ?? '', /400/);
+    assert.equal(record.error?.code, 'whatsapp_132001');
+    assert.match(record.error?.message ?? '', /Template name does not exist/);
     await pause(1_500); // longer than the first retry delay would be
     assert.equal(graph.callsFor(world.ref).length, 1);
     assert.deepEqual(await sendJobs(app.runtime, requestEventId), [{ state: 'succeeded', attempts: 1 }]);
   });
 
-  test('a provider slower than SEND_TIMEOUT_MS: retried, then failed with provider_timeout', async () => {
+  test('a provider slower than SEND_TIMEOUT_MS: the message may be out, so it is failed as send_outcome_unknown, never sent again', async () => {
     const world = await setupWorld(http_);
     graph.answer(world.ref, slow(5_000));
     const requestEventId = await startSend(http_, world);
     const record = await untilStatus(http_, world, requestEventId, 'failed');
-    assert.equal(record.error?.code, 'provider_timeout');
-    assert.equal(graph.callsFor(world.ref).length, 3);
+    assert.equal(record.error?.code, 'send_outcome_unknown');
+    assert.match(record.error?.message ?? '', /provider_timeout/);
+    await pause(1_500);
+    assert.equal(graph.callsFor(world.ref).length, 1);
     const row = await requestRow(app.runtime, requestEventId);
-    assert.equal(row.dispatch_attempts, 3);
+    assert.equal(row.dispatch_attempts, 1);
     assert.equal(row.dispatching_at, null);
   });
 
@@ -471,7 +484,8 @@ describe('WhatsApp Cloud provider', () => {
     graph.answer(world.ref, (_call, res) => sendJson(res, 200, { messaging_product: 'whatsapp', messages: [] }));
     const requestEventId = await startSend(http_, world);
     const record = await untilStatus(http_, world, requestEventId, 'failed');
-    assert.equal(record.error?.code, 'provider_bad_response');
+    assert.equal(record.error?.code, 'send_outcome_unknown');
+    assert.match(record.error?.message ?? '', /provider_bad_response/);
     await pause(1_500);
     assert.equal(graph.callsFor(world.ref).length, 1);
 
@@ -479,18 +493,16 @@ describe('WhatsApp Cloud provider', () => {
     graph.answer(other.ref, (_call, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<html>ok</html>'));
     const second = await startSend(http_, other);
     const secondRecord = await untilStatus(http_, other, second, 'failed');
-    assert.equal(secondRecord.error?.code, 'provider_bad_response');
+    assert.equal(secondRecord.error?.code, 'send_outcome_unknown');
     await pause(1_500);
     assert.equal(graph.callsFor(other.ref).length, 1, 'a 2xx with a body that is not JSON is not sent again');
   });
 
-  test('a channel without a phone-number id (providerRef) fails at once without calling the provider', async () => {
-    const before = graph.calls.length;
-    const world = await setupWorld(http_, { providerRef: null });
+  test("a channel with its own access token sends with it, not with META_SYSTEM_USER_TOKEN", async () => {
+    const world = await setupWorld(http_, { accessToken: 'channel-own-token' });
     const requestEventId = await startSend(http_, world);
-    const record = await untilStatus(http_, world, requestEventId, 'failed');
-    assert.equal(record.error?.code, 'sender_not_configured');
-    assert.equal(graph.calls.length, before);
+    await untilStatus(http_, world, requestEventId, 'sent');
+    assert.deepEqual(graph.callsFor(world.ref).map((call) => call.headers.authorization), ['Bearer channel-own-token']);
   });
 
   test('never sent twice: re-running the send job after success calls the provider no more', async () => {
@@ -511,7 +523,7 @@ describe('WhatsApp Cloud provider', () => {
     assert.equal(row.dispatch_attempts, 1);
 
     // The same after later statuses, and after a failure.
-    await postCallback(http_, statusesPayload(callbackStatus(wamid, 'failed', { errors: [{ code: 131047, title: 'Re-engagement message' }] })));
+    await postCallback(http_, statusesPayload(world.ref, callbackStatus(wamid, 'failed', { errors: [{ code: 131047, title: 'Re-engagement message' }] })));
     assert.equal((await statusOf(http_, world, requestEventId)).status, 'failed');
     await db.transaction((tx) => enqueue(tx, new Date(), { task: 'messaging.send', tenantId: world.tenantId, payload: { requestEventId } }));
     await eventually(async () => (await sendJobs(app.runtime, requestEventId)).every((j) => j.state === 'succeeded'), TIMEOUT, 'the last job');
@@ -564,7 +576,7 @@ describe('WhatsApp sends across worker crashes', () => {
 
       // 2. A worker claims it, calls a provider that never answers, and is killed mid-call.
       const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('../fixtures/send-crash-worker.ts', import.meta.url))], {
-        env: { ...process.env, ...database.env, WHATSAPP_GRAPH_BASE_URL: hanging.baseUrl, WHATSAPP_ACCESS_TOKEN: TOKEN },
+        env: { ...process.env, ...database.env, META_GRAPH_BASE_URL: hanging.baseUrl, META_SYSTEM_USER_TOKEN: TOKEN },
         stdio: ['ignore', 'ignore', 'inherit'],
       });
       let exited = false;

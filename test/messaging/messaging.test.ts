@@ -61,7 +61,7 @@ async function addContact(app: TestApp, tenantId: string, phone: string, consent
 /** Tenant + key, a WhatsApp channel whose template is ready in both locales, and a consenting contact. */
 async function setupWorld(app: TestApp, options: { scopes?: string[]; locales?: unknown[] | null } = {}): Promise<World> {
   const { tenantId, key } = await app.tenantWithKey(options.scopes ?? SCOPES);
-  const { channelId } = await app.admin<{ channelId: string }>('POST', `/tenants/${tenantId}/channels`, { kind: 'whatsapp', name: 'WhatsApp line', providerRef: '100200300400' });
+  const { channelId } = await app.admin<{ channelId: string }>('POST', `/tenants/${tenantId}/channels`, { kind: 'whatsapp', name: 'WhatsApp line' });
   if (options.locales !== null) {
     await app.admin('PUT', `/tenants/${tenantId}/channels/${channelId}/templates/${TEMPLATE}`, { category: 'UTILITY', locales: options.locales ?? READY_LOCALES });
   }
@@ -627,7 +627,7 @@ describe('conversation start: the send, status changes and events (sandbox provi
     assert.ok(Date.parse(sent.updatedAt) >= Date.parse(queued.updatedAt));
 
     const created = await eventually(async () => envelopes(world.tenantId, 'message.created')[0], 15_000, 'message.created');
-    assert.deepEqual(created.data, { messageId: body.replyId, conversationId: body.conversationId, direction: 'outbound', channel: 'whatsapp', requestEventId: body.requestEventId });
+    assert.deepEqual(created.data, { messageId: body.replyId, conversationId: body.conversationId, direction: 'outbound', channel: 'whatsapp', type: 'template', requestEventId: body.requestEventId });
     assert.ok(!JSON.stringify(created).includes('reserva'), 'the event carries identifiers, not content');
 
     const update = await deliveryEvent(world, body.requestEventId, 'sent');

@@ -75,7 +75,7 @@ describe('the reply statement, called directly', () => {
   after(() => app.close());
 
   const db = () => app.runtime.services.db;
-  const outbound = new OutboundQueue('sandbox', 10);
+  const outbound = new OutboundQueue(10);
   const wake = { jobs: 'test_jobs', webhooks: 'test_webhooks' };
 
   function claim(tenantId: string, channelId: string, conversationId: string, key: string, text: string, at: Date): ReplyClaim {

@@ -83,7 +83,7 @@ describe('the reply statement', () => {
   });
 
   test('the reply statement looks each Idempotency-Key up by key, even when planned on an analysed empty table', async () => {
-    const outbound = new OutboundQueue('sandbox', 10);
+    const outbound = new OutboundQueue(10);
     const at = new Date();
     const claim = (key: string): ReplyClaim => ({
       message: outbound.prepare(at, { tenantId: 'ten_plans', conversationId: 'conv_missing', channelId: 'chn_x', channelKind: 'webchat', recipientPhone: null, text: 'Hi' }),

@@ -136,8 +136,9 @@ test("a database made by the previous release (migrations 0001-0027, their funct
       INSERT INTO contacts (id, tenant_id, handle, created_at, updated_at) VALUES ('ctc_a', 'ten_a', 'guest', now(), now());
       INSERT INTO conversations (id, tenant_id, channel_id, channel_kind, contact_id, last_message_at, created_at, updated_at)
       VALUES ('cnv_a', 'ten_a', 'chn_a', 'webchat', 'ctc_a', now(), now(), now())`);
-    const message = new OutboundQueue('sandbox', 5).prepare(at, { tenantId: 'ten_a', conversationId: 'cnv_a', channelId: 'chn_a', channelKind: 'webchat', recipientPhone: null, text: 'hello' });
-    await db.query('SELECT * FROM outbound_queue($1::jsonb)', [JSON.stringify(message)]);
+    const message = new OutboundQueue(5).prepare(at, { tenantId: 'ten_a', conversationId: 'cnv_a', channelId: 'chn_a', channelKind: 'webchat', recipientPhone: null, text: 'hello' });
+    // The previous release's outbound_queue took the provider from the message (CHANNEL_PROVIDER's).
+    await db.query('SELECT * FROM outbound_queue($1::jsonb)', [JSON.stringify({ ...message, provider: 'sandbox' })]);
     // Keys of the previous protocol: a completed reply's (named by the service) and an abandoned in-progress claim.
     await exec(db, `INSERT INTO idempotency_keys (tenant_id, operation, key, request_hash, state, response_status, response_body, locked_at, created_at, expires_at)
       VALUES ('ten_a', 'conversations.reply', 'k1', 'h1', 'completed', 202, '{"ok": true}', now(), now(), now() + interval '1 day'),

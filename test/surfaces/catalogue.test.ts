@@ -58,7 +58,7 @@ before(async () => {
   ids.websiteId = crawl.websiteId;
   ids.integrationId = (await app.admin<{ integrationId: string }>('POST', `/tenants/${a.tenantId}/integrations`, { provider: 'pms', name: 'PMS' })).integrationId;
 
-  const whatsapp = await app.admin<{ channelId: string }>('POST', `/tenants/${a.tenantId}/channels`, { kind: 'whatsapp', name: 'WhatsApp', providerRef: '100200300400' });
+  const whatsapp = await app.admin<{ channelId: string }>('POST', `/tenants/${a.tenantId}/channels`, { kind: 'whatsapp', name: 'WhatsApp' });
   ids.channelId = whatsapp.channelId;
   await app.admin('PUT', `/tenants/${a.tenantId}/channels/${whatsapp.channelId}/templates/conversation_start`, { category: 'UTILITY', locales: [{ locale: 'en_US', status: 'approved', ready: true }] });
   await app.admin('POST', `/tenants/${a.tenantId}/contacts`, { phone: '+525520000001', consent: true });

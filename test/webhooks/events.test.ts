@@ -182,13 +182,13 @@ test('a consumer following nextCursor never misses an event whose transaction co
   const firstWritten = new Promise<void>((resolve) => (written = resolve));
   // T1 writes its event first (older transaction id), then stays open while T2 writes and commits.
   const slow = db.transaction(async (tx) => {
-    const event = await emit(tx, clock.now(), tenantId, 'message.created', { messageId: 'msg_slow', conversationId: 'cnv_1', direction: 'inbound', channel: 'webchat' });
+    const event = await emit(tx, clock.now(), tenantId, 'message.created', { messageId: 'msg_slow', conversationId: 'cnv_1', direction: 'inbound', channel: 'webchat', type: 'text' });
     written();
     await gate;
     return event.eventId;
   });
   await firstWritten;
-  const fast = await db.transaction((tx) => emit(tx, clock.now(), tenantId, 'message.created', { messageId: 'msg_fast', conversationId: 'cnv_1', direction: 'inbound', channel: 'webchat' }));
+  const fast = await db.transaction((tx) => emit(tx, clock.now(), tenantId, 'message.created', { messageId: 'msg_fast', conversationId: 'cnv_1', direction: 'inbound', channel: 'webchat', type: 'text' }));
 
   // The later event is committed, but the feed does not pass the transaction still in flight.
   const during = await page(key, `?cursor=${start}`);

@@ -103,11 +103,39 @@ export type Message = {
   conversationId: string;
   direction: "inbound" | "outbound";
   channel: string;
-  text: string;
+  type: "text" | "image" | "audio" | "video" | "document" | "sticker" | "location" | "contacts" | "interactive_reply" | "reaction" | "template" | "unsupported";
+  /** The body or caption; absent when there is none */
+  text?: string;
   createdAt: string;
+  /** channel for every inbound message */
+  source: "channel" | "api" | "automation" | "lifecycle" | "external";
+  media?: {
+    contentType: string;
+    sizeBytes?: number;
+    filename?: string;
+    status: "pending" | "ready" | "failed";
+  };
+  location?: {
+    latitude: number;
+    longitude: number;
+    name?: string;
+    address?: string;
+  };
+  interactive?: {
+    kind: "button_reply" | "list_reply";
+    id: string;
+    title: string;
+  };
+  reaction?: {
+    /** Empty: the reaction was removed */
+    emoji: string;
+    targetMessageId?: string;
+  };
+  replyToMessageId?: string;
   /** Outbound messages: the send, as in getMessageRequestStatus */
   requestEventId?: string;
   status?: "queued" | "sent" | "delivered" | "read" | "failed";
+  readAt?: string;
 };
 
 export type FollowUp = {

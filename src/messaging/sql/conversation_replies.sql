@@ -40,13 +40,15 @@ BEGIN
     END IF;
   END LOOP;
 
-  -- The send rules under the conversations' locks. The recipient's phone is the contact's, read under the lock.
-  FOR r IN SELECT c.n, send_refusal(ch.available, COALESCE(ct.opted_out, false), false, NULL) AS refusal, w.*, cv.last_inbound_at, ct.phone_e164
+  -- The send rules under the conversations' locks. The recipient's phone is the contact's, read under the lock;
+  -- the provider is the channel's.
+  FOR r IN SELECT c.n, send_refusal(ch.available, COALESCE(ct.opted_out, false), false, NULL) AS refusal, w.*, cv.last_inbound_at, ct.phone_e164,
+                  ch.provider AS channel_provider
            FROM unnest(claims) c
            JOIN conversations cv ON cv.tenant_id = (c.m).tenant_id AND cv.id = (c.m).conversation_id AND cv.channel_id = (c.m).channel_id
            JOIN channels ch ON ch.id = cv.channel_id AND ch.tenant_id = cv.tenant_id
            LEFT JOIN contacts ct ON ct.id = cv.contact_id AND ct.tenant_id = cv.tenant_id
-           CROSS JOIN LATERAL reply_window(cv.channel_kind, cv.last_inbound_at, (c.m).at) w
+           CROSS JOIN LATERAL reply_window(cv.channel_kind, cv.last_inbound_at, cv.window_closed_at, (c.m).at) w
            WHERE NOT (c.n = ANY (decided))
            ORDER BY cv.id, c.n
            FOR NO KEY UPDATE OF cv LOOP
@@ -57,6 +59,8 @@ BEGIN
     ELSE
       allowed := allowed || r.n;
       claims[r.n].m.recipient_phone := r.phone_e164;
+      -- The request is sent through its channel's provider (decisions 7.1), read with the channel.
+      claims[r.n].m.provider := r.channel_provider;
     END IF;
   END LOOP;
   RETURN QUERY SELECT c.n, 'missing', NULL::text, NULL::integer, NULL::jsonb, NULL::text, NULL::integer, NULL::timestamptz, NULL::timestamptz, NULL::integer

@@ -1,19 +1,19 @@
 -- One outbound message queued in the caller's transaction (src/messaging/outbound.ts prepares its rows as the type
 -- outbound_message): the message, the conversation's last activity, its message request (queued), the send job and
--- message.created (webhook_emit). Returns the job's id and how many webhook deliveries the event fanned out to.
+-- message.created (webhook_emit). The request is sent through its channel's provider (decisions 7.1). Returns the job's id and how many webhook deliveries the event fanned out to.
 -- A send job carries no dedupe key: the request it sends is created here, so no other job could hold it, and the
 -- send job never sends a request twice (src/messaging/pipeline.ts).
 CREATE OR REPLACE FUNCTION outbound_queue(m outbound_message, OUT job_id bigint, OUT deliveries integer)
 LANGUAGE plpgsql AS $$
 BEGIN
-  INSERT INTO messages (id, tenant_id, conversation_id, direction, text, request_event_id, created_at)
-  VALUES (m.message_id, m.tenant_id, m.conversation_id, 'outbound', m.text, m.request_id, m.at);
+  INSERT INTO messages (id, tenant_id, conversation_id, direction, text, request_event_id, created_at, type)
+  VALUES (m.message_id, m.tenant_id, m.conversation_id, 'outbound', m.text, m.request_id, m.at, CASE WHEN m.template_name IS NULL THEN 'text' ELSE 'template' END);
   UPDATE conversations SET last_message_at = m.at, last_message_preview = m.preview, updated_at = m.at
   WHERE id = m.conversation_id AND tenant_id = m.tenant_id;
   INSERT INTO message_requests (id, tenant_id, conversation_id, reply_id, channel_id, channel_kind, recipient_phone, template_name, locale, text,
                                 status, provider, created_at, updated_at)
   VALUES (m.request_id, m.tenant_id, m.conversation_id, m.message_id, m.channel_id, m.channel_kind, m.recipient_phone, m.template_name, m.locale,
-          m.text, 'queued', m.provider, m.at, m.at);
+          m.text, 'queued', (SELECT c.provider FROM channels c WHERE c.id = m.channel_id AND c.tenant_id = m.tenant_id), m.at, m.at);
   INSERT INTO jobs (task, tenant_id, payload, run_at, max_attempts, created_at, updated_at)
   VALUES (m.job_task, m.tenant_id, m.job_payload, m.at, m.job_max_attempts, m.at, m.at)
   RETURNING id INTO job_id;

@@ -2,9 +2,13 @@
 -- message one may be sent, per channel kind (WhatsApp's customer-service window and Meta's standard messaging
 -- window on Messenger and Instagram: 24 hours; webchat is our own widget: none), when it closed or closes, and
 -- whether it is open at p_at. No inbound message yet: closed. Hours null: the channel has no window.
-CREATE OR REPLACE FUNCTION reply_window(p_channel_kind text, p_last_inbound timestamptz, p_at timestamptz,
+-- p_provider_closed_at: the provider said the window is closed (WhatsApp 131047) at that time; it closes the
+-- window opened by inbound messages up to then, and a later inbound message opens a new one.
+CREATE OR REPLACE FUNCTION reply_window(p_channel_kind text, p_last_inbound timestamptz, p_provider_closed_at timestamptz, p_at timestamptz,
                                         OUT hours integer, OUT closed_at timestamptz, OUT open boolean)
 LANGUAGE sql STABLE PARALLEL SAFE
-AS $$ SELECT w.hours, p_last_inbound + make_interval(hours => w.hours),
-             w.hours IS NULL OR (p_last_inbound IS NOT NULL AND p_at - p_last_inbound < make_interval(hours => w.hours))
-      FROM (SELECT CASE WHEN p_channel_kind IN ('whatsapp', 'messenger', 'instagram') THEN 24 END AS hours) w $$;
+AS $$ SELECT w.hours, e.closes, w.hours IS NULL OR (p_last_inbound IS NOT NULL AND p_at < e.closes)
+      FROM (SELECT CASE WHEN p_channel_kind IN ('whatsapp', 'messenger', 'instagram') THEN 24 END AS hours) w
+      CROSS JOIN LATERAL (SELECT CASE WHEN p_provider_closed_at >= p_last_inbound
+                                      THEN LEAST(p_provider_closed_at, p_last_inbound + make_interval(hours => w.hours))
+                                      ELSE p_last_inbound + make_interval(hours => w.hours) END AS closes) e $$;

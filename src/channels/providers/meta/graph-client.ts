@@ -3,6 +3,7 @@ import type * as Undici from 'undici';
 import { Type } from 'typebox';
 import { classifyNetError } from '../../../net/failure.js';
 import { loadUndici } from '../../../net/undici.js';
+import { cutText } from '../../../util/text.js';
 import { ChannelSendError } from '../types.js';
 import { lazyCheck } from './payload-schemas.js';
 
@@ -277,7 +278,7 @@ export function graphError(httpStatus: number, body: unknown, family: GraphFamil
   const e = body.error;
   const graphCode = e.code ?? 0;
   const details = hasErrorDetails(e.error_data) ? e.error_data.details : undefined;
-  const message = [e.message, details].filter(Boolean).join(': ').slice(0, 500) || `the Graph API answered ${httpStatus}`;
+  const message = cutText([e.message, details].filter(Boolean).join(': '), 500) || `the Graph API answered ${httpStatus}`;
   const closesWindow = family === 'whatsapp' ? graphCode === REENGAGEMENT_CODE : graphCode === 10 && e.error_subcode === WINDOW_SUBCODE;
   return new GraphError(
     `${family}_${graphCode}`,

@@ -1,0 +1,148 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import pino from 'pino';
+import { loadConfig } from '../../src/config.js';
+import { createRuntime, type Runtime } from '../../src/runtime.js';
+import { signMetaPayload } from '../../src/channels/providers/meta/signature.js';
+import { ADMIN_TOKEN, eventually, startTestApp } from '../helpers/app.js';
+import { sharedDatabase } from '../helpers/shared-db.js';
+
+// A stored callback survives its worker's death (re-claimed after the lease, nothing lost, nothing doubled), and a
+// callback of 5,000 entries is acknowledged and processed without holding the event loop.
+
+const APP_SECRET = 'durability-app-secret';
+const PHONE_NUMBER_ID = '106540352299001';
+
+/** One callback of `count` entries, each one guest's text message (guests repeat every 50). */
+function bigCallback(count: number, phoneNumberId: string) {
+  const now = Math.floor(Date.now() / 1000);
+  return {
+    object: 'whatsapp_business_account',
+    entry: Array.from({ length: count }, (_, i) => ({
+      id: '102290129340398',
+      changes: [
+        {
+          field: 'messages',
+          value: {
+            messaging_product: 'whatsapp',
+            metadata: { display_phone_number: '15550783881', phone_number_id: phoneNumberId },
+            contacts: [{ profile: { name: `Guest ${i % 50}` }, wa_id: `1415555${String(1000 + (i % 50))}` }],
+            messages: [{ from: `1415555${String(1000 + (i % 50))}`, id: `wamid.BIG${i}`, timestamp: String(now - count + i), type: 'text', text: { body: `message ${i} 🌊` } }],
+          },
+        },
+      ],
+    })),
+  };
+}
+
+type Injector = Runtime['app'];
+
+async function setup(app: Injector): Promise<string> {
+  const admin = async <T>(method: 'POST', url: string, body: unknown): Promise<T> => {
+    const res = await app.inject({ method, url: `/admin/v1${url}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: body as Record<string, unknown> });
+    assert.ok(res.statusCode < 300, res.body);
+    return res.json() as T;
+  };
+  const { tenantId } = await admin<{ tenantId: string }>('POST', '/tenants', { name: 'Durable hotel' });
+  await admin('POST', `/tenants/${tenantId}/channels`, { kind: 'whatsapp', name: 'Cloud', provider: 'whatsapp_cloud', connection: { phoneNumberId: PHONE_NUMBER_ID, wabaId: '1' } });
+  return tenantId;
+}
+
+async function post(app: Injector, payload: unknown) {
+  const raw = JSON.stringify(payload);
+  return app.inject({ method: 'POST', url: '/providers/meta/webhook', headers: { 'content-type': 'application/json', 'x-hub-signature-256': signMetaPayload(APP_SECRET, raw) }, payload: raw });
+}
+
+async function counts(runtime: Runtime, tenantId: string) {
+  const [row] = await runtime.services.db.query<{ messages: number; events: number; pending: number }>(
+    `SELECT (SELECT count(*)::int FROM messages WHERE tenant_id = $1) AS messages,
+            (SELECT count(*)::int FROM webhook_events WHERE tenant_id = $1 AND type = 'message.created') AS events,
+            (SELECT count(*)::int FROM provider_callbacks WHERE processed_at IS NULL) AS pending`,
+    [tenantId],
+  );
+  return row;
+}
+
+test('a worker killed mid-callback: the callback is re-claimed after its lease; nothing lost, nothing doubled', { timeout: 180_000 }, async () => {
+  const database = await sharedDatabase();
+  const open = () =>
+    createRuntime(loadConfig({ ADMIN_TOKEN, RATE_LIMIT_RPS: '100000', RATE_LIMIT_BURST: '100000', JOB_POLL_INTERVAL_MS: '50', META_APP_SECRET: APP_SECRET, ...database.env }, []), {
+      logger: pino({ level: 'silent' }),
+    });
+  let runtime: Runtime | undefined = await open();
+  try {
+    // 1. Stored and acknowledged; no worker running.
+    const tenantId = await setup(runtime.app);
+    const res = await post(runtime.app, bigCallback(250, PHONE_NUMBER_ID));
+    assert.equal(res.statusCode, 200, res.body);
+    assert.deepEqual(res.json(), { received: true });
+    await runtime.close();
+    runtime = undefined; // PGlite: one process at a time
+
+    // 2. A worker claims it, commits its first batch and is killed.
+    const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('../fixtures/callback-crash-worker.ts', import.meta.url))], {
+      env: { ...process.env, ...database.env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        let out = '';
+        child.stdout.on('data', (chunk: Buffer) => {
+          out += chunk.toString();
+          if (out.includes('batch committed')) resolve();
+        });
+        child.on('exit', (code) => reject(new Error(`worker exited early with ${code}`)));
+        setTimeout(() => reject(new Error('the worker did not commit a batch')), 90_000);
+      });
+    } finally {
+      child.kill('SIGKILL');
+      await new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve(undefined) : child.once('exit', resolve)));
+    }
+
+    // 3. Part written, the callback still pending; the next worker finishes it exactly once.
+    runtime = await open();
+    const partial = await counts(runtime, tenantId);
+    assert.equal(partial.messages, 100, 'the first batch committed');
+    assert.equal(partial.pending, 1);
+    await runtime.startWorkers();
+    const rt = runtime;
+    await eventually(async () => (await counts(rt, tenantId)).pending === 0, 60_000, 'the callback to be re-claimed and processed');
+    const done = await counts(runtime, tenantId);
+    assert.equal(done.messages, 250);
+    assert.equal(done.events, 250);
+  } finally {
+    await runtime?.close();
+    await database.drop();
+  }
+});
+
+test('a callback of 5,000 entries: acknowledged at once, stored once, processed in batches without holding the event loop', { timeout: 300_000 }, async () => {
+  const app = await startTestApp({ startWorkers: true, env: { META_APP_SECRET: APP_SECRET } });
+  try {
+    const tenantId = await setup(app.runtime.app);
+    const delay = monitorEventLoopDelay({ resolution: 10 });
+    delay.enable();
+    const started = Date.now();
+    const res = await post(app.runtime.app, bigCallback(5_000, PHONE_NUMBER_ID));
+    const acknowledgedMs = Date.now() - started;
+    assert.equal(res.statusCode, 200, res.body);
+    await eventually(async () => (await counts(app.runtime, tenantId)).pending === 0, 240_000, 'the big callback processed');
+    delay.disable();
+    const done = await counts(app.runtime, tenantId);
+    assert.equal(done.messages, 5_000);
+    assert.equal(done.events, 5_000);
+    // Generous bounds for a shared machine: the point is batches, not one long synchronous stretch.
+    assert.ok(acknowledgedMs < 5_000, `acknowledged in ${acknowledgedMs} ms`);
+    const maxMs = delay.max / 1e6;
+    assert.ok(maxMs < 1_000, `longest event-loop stall ${maxMs.toFixed(0)} ms`);
+    // A redelivery of the whole callback writes nothing.
+    assert.equal((await post(app.runtime.app, bigCallback(5_000, PHONE_NUMBER_ID))).statusCode, 200);
+    await eventually(async () => (await counts(app.runtime, tenantId)).pending === 0, 240_000, 'the redelivery processed');
+    assert.equal((await counts(app.runtime, tenantId)).messages, 5_000);
+  } finally {
+    await app.close();
+  }
+});
