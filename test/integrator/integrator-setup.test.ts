@@ -29,7 +29,13 @@ describe('channels', () => {
   test('lists and reads channels with provider and connection; templates as stored; foreign ids 404', async () => {
     const { tenantId, key } = await app.tenantWithKey(['channels:read']);
     const other = await app.tenantWithKey(['channels:read']);
-    const wa = await app.admin<{ channelId: string }>('POST', `/tenants/${tenantId}/channels`, { kind: 'whatsapp', name: 'Front desk', phoneNumber: '+525512345678', providerRef: '100200300400' });
+    const wa = await app.admin<{ channelId: string }>('POST', `/tenants/${tenantId}/channels`, {
+      kind: 'whatsapp',
+      name: 'Front desk',
+      phoneNumber: '+525512345678',
+      provider: 'whatsapp_cloud',
+      connection: { phoneNumberId: '100200300400', wabaId: '200300400500', accessToken: 'EAAG-test-token' },
+    });
     const off = await app.admin<{ channelId: string }>('POST', `/tenants/${tenantId}/channels`, { kind: 'whatsapp', name: 'Old number', available: false });
     await app.admin<{ channelId: string }>('POST', `/tenants/${tenantId}/channels`, { kind: 'webchat', name: 'Site chat' });
 
@@ -37,8 +43,8 @@ describe('channels', () => {
     assert.equal(list.statusCode, 200, list.body);
     const channels = list.json().channels as Array<Record<string, unknown>>;
     assert.deepEqual(channels.map((c) => [c.name, c.kind, c.provider, (c.connection as { status: string }).status]), [
-      ['Front desk', 'whatsapp', 'sandbox', 'connected'],
-      ['Old number', 'whatsapp', 'sandbox', 'not_connected'],
+      ['Front desk', 'whatsapp', 'whatsapp_cloud', 'connected'],
+      ['Old number', 'whatsapp', 'sandbox', 'connected'],
       ['Site chat', 'webchat', 'sandbox', 'connected'],
     ]);
     assert.deepEqual(Object.keys(channels[0]).sort(), ['available', 'channelId', 'connection', 'createdAt', 'kind', 'name', 'phoneNumber', 'provider', 'updatedAt']);
@@ -155,7 +161,7 @@ describe('contacts', () => {
 
   test('consent recorded here makes a conversation start possible where it answered recipient_no_consent', async () => {
     const { tenantId, key } = await app.tenantWithKey(['contacts:write', 'conversations:write']);
-    const { channelId } = await app.admin<{ channelId: string }>('POST', `/tenants/${tenantId}/channels`, { kind: 'whatsapp', name: 'WhatsApp', providerRef: '100200300400' });
+    const { channelId } = await app.admin<{ channelId: string }>('POST', `/tenants/${tenantId}/channels`, { kind: 'whatsapp', name: 'WhatsApp' });
     await app.admin('PUT', `/tenants/${tenantId}/channels/${channelId}/templates/conversation_start`, { category: 'UTILITY', locales: [{ locale: 'en_US', status: 'approved', ready: true }] });
     const phone = nextPhone();
     const body = { channelId, recipientPhone: phone, locale: 'en_US', messageText: 'Your booking is confirmed.' };

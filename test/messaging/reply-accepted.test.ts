@@ -27,8 +27,8 @@ test('a reply is queued, sent through the pipeline, and readable as an outbound 
   await eventually(async () => (await app.api(w.key, 'GET', `/message-requests/${accepted.requestEventId}/status`)).json().status === 'sent', 10_000, 'sent');
   const created = await events(app, w.tenantId, 'message.created');
   assert.deepEqual(created.map((data) => data.direction), ['inbound', 'outbound']);
-  assert.deepEqual(created[0], { messageId: first.messageId, conversationId: first.conversationId, direction: 'inbound', channel: 'whatsapp' });
-  assert.deepEqual(created[1], { messageId: accepted.messageId, conversationId: first.conversationId, direction: 'outbound', channel: 'whatsapp', requestEventId: accepted.requestEventId });
+  assert.deepEqual(created[0], { messageId: first.messageId, conversationId: first.conversationId, direction: 'inbound', channel: 'whatsapp', type: 'text' });
+  assert.deepEqual(created[1], { messageId: accepted.messageId, conversationId: first.conversationId, direction: 'outbound', channel: 'whatsapp', type: 'text', requestEventId: accepted.requestEventId });
   const delivery = await events(app, w.tenantId, 'message.delivery.updated');
   assert.equal(delivery.length, 1);
   assert.equal(delivery[0].requestEventId, accepted.requestEventId);

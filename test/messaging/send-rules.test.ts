@@ -31,7 +31,7 @@ test('send_refusal: channel, then opt-out, then consent where required; facts no
 
 test('reply_window: 24 hours on WhatsApp, Messenger and Instagram, none on webchat; closed without an inbound message', async () => {
   const window = async (kind: string, last: string | null, at: string) =>
-    (await db.query<{ hours: number | null; closed_at: Date | null; open: boolean }>('SELECT * FROM reply_window($1, $2, $3)', [kind, last, at]))[0];
+    (await db.query<{ hours: number | null; closed_at: Date | null; open: boolean }>('SELECT * FROM reply_window($1, $2, NULL, $3)', [kind, last, at]))[0];
   const last = '2026-03-01T10:00:00.000Z';
   for (const kind of ['whatsapp', 'messenger', 'instagram']) {
     assert.deepEqual(await window(kind, last, '2026-03-02T09:59:59.999Z'), { hours: 24, closed_at: new Date('2026-03-02T10:00:00.000Z'), open: true });

@@ -135,7 +135,7 @@ test('the shared error examples are what each operation answers: 401, 403, 400 a
 
 test('a refusal of an operation’s own rules is documented as answered: startConversation without consent', async () => {
   const { tenantId, key } = await app.tenantWithKey(['conversations:write']);
-  const whatsapp = await app.admin<{ channelId: string }>('POST', `/tenants/${tenantId}/channels`, { kind: 'whatsapp', name: 'WhatsApp', providerRef: '100200300401' });
+  const whatsapp = await app.admin<{ channelId: string }>('POST', `/tenants/${tenantId}/channels`, { kind: 'whatsapp', name: 'WhatsApp' });
   await app.admin('PUT', `/tenants/${tenantId}/channels/${whatsapp.channelId}/templates/conversation_start`, { category: 'UTILITY', locales: [{ locale: 'en_US', status: 'approved', ready: true }] });
   const start = OPERATIONS.find((op) => op.operationId === 'startConversation')!;
   const res = await app.api(key, 'POST', '/conversations/start', { channelId: whatsapp.channelId, recipientPhone: '+525520000099', locale: 'en_US', messageText: 'Hello' }, { 'idempotency-key': 'no-consent' });
