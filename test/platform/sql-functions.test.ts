@@ -143,7 +143,7 @@ test("a database made by the previous release (migrations 0001-0027, their funct
     await exec(db, `INSERT INTO idempotency_keys (tenant_id, operation, key, request_hash, state, response_status, response_body, locked_at, created_at, expires_at)
       VALUES ('ten_a', 'conversations.reply', 'k1', 'h1', 'completed', 202, '{"ok": true}', now(), now(), now() + interval '1 day'),
              ('ten_a', 'conversations.start', 'k2', 'h2', 'in_progress', NULL, NULL, now(), now(), now() + interval '1 day')`);
-    const [planned] = await db.query<{ config: string[] | null }>(`SELECT proconfig AS config FROM pg_proc WHERE proname = 'conversation_replies'`);
+    const [planned] = await db.query<{ config: string[] | null }>(`SELECT proconfig AS config FROM pg_proc WHERE proname = 'conversation_replies' AND pronamespace = current_schema()::regnamespace`);
     assert.ok(planned.config?.includes('enable_seqscan=off'), 'the previous release set planner options on it');
 
     const upgrade = await migrateAll(db);
@@ -152,7 +152,7 @@ test("a database made by the previous release (migrations 0001-0027, their funct
     assert.deepEqual(await drift(db, listFunctions()), []);
     assert.equal(await migrationsApplied(db), true);
 
-    const [replaced] = await db.query<{ config: string[] | null }>(`SELECT proconfig AS config FROM pg_proc WHERE proname = 'conversation_replies'`);
+    const [replaced] = await db.query<{ config: string[] | null }>(`SELECT proconfig AS config FROM pg_proc WHERE proname = 'conversation_replies' AND pronamespace = current_schema()::regnamespace`);
     assert.ok(!replaced.config?.some((setting) => setting.startsWith('enable_')), 'planner options are gone with the file');
     const keys = await db.query<{ name: string }>(
       `SELECT conname AS name FROM pg_constraint WHERE contype = 'f' AND convalidated
