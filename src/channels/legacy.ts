@@ -2,7 +2,7 @@ import type { Db } from '../db/driver.js';
 
 /**
  * Channels of the release before providers per channel (decisions 7.1): one global CHANNEL_PROVIDER decided for
- * every channel. Migration 0040 made every channel `sandbox` and marked the WhatsApp ones that named a phone-number
+ * every channel. Migration 0033 made every channel `sandbox` and marked the WhatsApp ones that named a phone-number
  * id. At start, a deployment that still sets CHANNEL_PROVIDER=whatsapp gets them as `whatsapp_cloud` channels (the
  * token: META_SYSTEM_USER_TOKEN or its fallback WHATSAPP_ACCESS_TOKEN; the WABA id is set later with PATCH), so it
  * keeps sending as before; any other start leaves them sandbox. Either way the mark is cleared: it happens once.

@@ -42,7 +42,7 @@ export interface ChannelRow {
   last_error_message: string | null;
   last_error_at: Date | null;
   failing_since: Date | null;
-  /** Migration 0040's mark on channels of the CHANNEL_PROVIDER release (src/channels/legacy.ts). */
+  /** Migration 0033's mark on channels of the CHANNEL_PROVIDER release (src/channels/legacy.ts). */
   legacy_sender: boolean;
   created_at: Date;
   updated_at: Date;
