@@ -11,6 +11,7 @@ import { messageRequestRepo } from '../messaging/repo.js';
 import { moveStatus } from '../messaging/status.js';
 import { closeWindow } from '../messaging/window.js';
 import { CALLBACK_TASK, callbackRepo } from './callback-repo.js';
+import { queueMediaDownload } from './media-download.js';
 import { channelRepo, type ChannelRow } from './repo.js';
 import { parseMetaCallback } from './providers/meta/parse.js';
 import type { DeliveryStatusEvent, InboundEvent, InboundMessageEvent } from './providers/types.js';
@@ -132,7 +133,10 @@ async function apply(tx: Tx, event: InboundEvent, channel: ChannelRow, now: Date
     case 'message':
       // Echoes (Messenger/Instagram) come with the next issue's providers.
       if (event.echo) return 'skipped';
-      return (await writeInbound(tx, channel, await inboundInput(tx, event, channel, now), now)) ? 'applied' : 'duplicate';
+      const written = await writeInbound(tx, channel, await inboundInput(tx, event, channel, now), now);
+      if (!written) return 'duplicate';
+      if (event.media) await queueMediaDownload(tx, now, channel.tenant_id, written.messageId);
+      return 'applied';
     case 'status':
       return applyStatus(tx, event, channel, now);
     case 'channel_error':
