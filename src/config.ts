@@ -42,6 +42,8 @@ export interface Config {
   };
   /** Variables of earlier releases still read (as fallbacks) or now ignored: logged at start as deprecated. */
   deprecatedVariables: string[];
+  /** Inbound media larger than this end `failed` with reason `too_large`. */
+  mediaMaxBytes: number;
   /** How often the workers read every whatsapp_cloud channel's templates from Meta. */
   templateSyncIntervalMs: number;
   /** The old CHANNEL_PROVIDER, read only to carry its channels over once (src/channels/legacy.ts). */
@@ -249,6 +251,7 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 300_000),
     logLevel: env.LOG_LEVEL || 'info',
     ...meta(env),
+    mediaMaxBytes: int(env, 'MEDIA_MAX_BYTES', 100 * 1024 * 1024, 1, 2 * 1024 * 1024 * 1024),
     templateSyncIntervalMs: int(env, 'TEMPLATE_SYNC_INTERVAL_MS', 15 * 60 * 1000, 1000, 7 * 24 * 60 * 60 * 1000),
     sendTimeoutMs: int(env, 'SEND_TIMEOUT_MS', 10_000, 50, 120_000),
     sendMaxAttempts: int(env, 'SEND_MAX_ATTEMPTS', 5, 1, 50),

@@ -23,6 +23,7 @@ import { providerConnection } from './channels/connection.js';
 import { registerCallbackProcessing } from './channels/callbacks.js';
 import { adoptLegacyChannels } from './channels/legacy.js';
 import { registerTemplateSync } from './channels/template-sync.js';
+import { registerMediaDownload } from './channels/media-download.js';
 import type { ChannelRow } from './channels/repo.js';
 import type { Resolver } from './net/guard.js';
 import { registerKnowledgeJobs } from './knowledge/jobs.js';
@@ -139,6 +140,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       counters,
     }),
     registerTemplateSync(runner, { db, whatsapp, openConnection: openChannel, intervalMs: config.templateSyncIntervalMs }),
+    registerMediaDownload(runner, { db, blobs: services.blobs, whatsapp, openConnection: openChannel, maxBytes: config.mediaMaxBytes }),
     registerCallbackProcessing(runner, { db, log: log.child({ component: 'provider-callbacks' }), counters }),
     registerAutomation(runner, { db, sender: services.followUpSender, intervalMs: config.crmAutomationIntervalMs }),
     registerPreCheckin(runner, { db, reservations: services.reservations }),

@@ -11,6 +11,7 @@ import { messageRequestRepo } from '../messaging/repo.js';
 import { moveStatus } from '../messaging/status.js';
 import { closeWindow } from '../messaging/window.js';
 import { CALLBACK_TASK, callbackRepo } from './callback-repo.js';
+import { queueMediaDownload } from './media-download.js';
 import { channelRepo, type ChannelRow } from './repo.js';
 import { parseMetaCallback } from './providers/meta/parse.js';
 import type { DeliveryStatusEvent, InboundEvent, InboundMessageEvent } from './providers/types.js';
@@ -130,9 +131,7 @@ async function applyAlone(tx: Tx, event: InboundEvent, channel: ChannelRow, now:
 async function apply(tx: Tx, event: InboundEvent, channel: ChannelRow, now: Date): Promise<Outcome> {
   switch (event.kind) {
     case 'message':
-      // Echoes (Messenger/Instagram) come with the next issue's providers.
-      if (event.echo) return 'skipped';
-      return (await writeInbound(tx, channel, await inboundInput(tx, event, channel, now), now)) ? 'applied' : 'duplicate';
+      return applyMessage(tx, event, channel, now);
     case 'status':
       return applyStatus(tx, event, channel, now);
     case 'channel_error':
@@ -141,6 +140,15 @@ async function apply(tx: Tx, event: InboundEvent, channel: ChannelRow, now: Date
     case 'watermark':
       return 'skipped';
   }
+}
+
+async function applyMessage(tx: Tx, event: InboundMessageEvent, channel: ChannelRow, now: Date): Promise<Outcome> {
+  // Echoes (Messenger/Instagram) come with the next issue's providers.
+  if (event.echo) return 'skipped';
+  const written = await writeInbound(tx, channel, await inboundInput(tx, event, channel, now), now);
+  if (!written) return 'duplicate';
+  if (event.media) await queueMediaDownload(tx, now, channel.tenant_id, written.messageId);
+  return 'applied';
 }
 
 async function applyStatus(tx: Tx, event: DeliveryStatusEvent, channel: ChannelRow, now: Date): Promise<Outcome> {

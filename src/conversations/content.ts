@@ -24,7 +24,7 @@ function messageView(row: MessageRow, channel: string) {
     createdAt: iso(row.created_at)!,
     source: row.source ?? (row.direction === 'inbound' ? 'channel' : 'api'),
     ...(media
-      ? { media: { contentType: media.contentType, ...(media.sizeBytes !== undefined ? { sizeBytes: media.sizeBytes } : {}), ...(media.filename ? { filename: media.filename } : {}), status: media.status } }
+      ? { media: { contentType: media.contentType, ...(media.sizeBytes !== undefined ? { sizeBytes: media.sizeBytes } : {}), ...(media.filename ? { filename: media.filename } : {}), status: media.status, ...(media.status === 'failed' && media.reason ? { reason: media.reason } : {}) } }
       : {}),
     ...(row.location ? { location: row.location } : {}),
     ...(row.interactive ? { interactive: row.interactive } : {}),

@@ -38,6 +38,7 @@ export const Message = Type.Object(
           sizeBytes: Type.Optional(Type.Integer({ minimum: 0 })),
           filename: Type.Optional(Type.String()),
           status: StringEnum(['pending', 'ready', 'failed']),
+          reason: Type.Optional(Type.String({ description: 'failed: why (too_large, content_type, not_found, http_error, unreachable, timeout, or the provider error code)' })),
         },
         { additionalProperties: false },
       ),

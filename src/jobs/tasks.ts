@@ -15,6 +15,7 @@ export interface Tasks {
   'channels.process-callback': { callbackId: string };
   /** One channel (on creation) or, without one, every whatsapp_cloud channel (and the next run scheduled). */
   'channels.template-sync': { channelId?: string };
+  'channels.media-download': { messageId: string };
 }
 
 /** A task that is queued without a payload (stored as `{}`). */

@@ -114,6 +114,8 @@ export type Message = {
     sizeBytes?: number;
     filename?: string;
     status: "pending" | "ready" | "failed";
+    /** failed: why (too_large, content_type, not_found, http_error, unreachable, timeout, or the provider error code) */
+    reason?: string;
   };
   location?: {
     latitude: number;
