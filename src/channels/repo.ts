@@ -120,9 +120,17 @@ export const channelRepo = {
     return db.query<ChannelRow>('SELECT * FROM channels WHERE provider = $1 AND provider_ref = ANY($2::text[])', [provider, refs]);
   },
 
-  /** A provider call went through: the connection works. */
+  /**
+   * A provider call went through: the connection works. Every send of a channel would otherwise update its one row,
+   * and the sends would queue on that row's lock: the time is kept to the second, so the row changes at most once a
+   * second (or when it was failing).
+   */
   async noteOutbound(db: Queryable, tenantId: string, channelId: string, at: Date): Promise<void> {
-    await db.query('UPDATE channels SET last_outbound_at = GREATEST(last_outbound_at, $3), failing_since = NULL WHERE id = $1 AND tenant_id = $2', [channelId, tenantId, at]);
+    await db.query(
+      `UPDATE channels SET last_outbound_at = $3, failing_since = NULL
+        WHERE id = $1 AND tenant_id = $2 AND (failing_since IS NOT NULL OR last_outbound_at IS NULL OR last_outbound_at <= $3::timestamptz - interval '1 second')`,
+      [channelId, tenantId, at],
+    );
   },
 
   async noteInbound(db: Queryable, channelIds: readonly string[], at: Date): Promise<void> {
