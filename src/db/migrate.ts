@@ -73,6 +73,41 @@ export function listFunctions(): FunctionFile[] {
 
 const byFileName = (a: FunctionFile, b: FunctionFile): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
+/** The files whose functions `sql` calls: a file's name followed by `(`, outside comments. */
+function calledBy(sql: string, files: readonly FunctionFile[]): FunctionFile[] {
+  const code = sql.replace(/--[^\n]*/g, '');
+  return files.filter((f) => new RegExp(`\\b${f.name}\\s*\\(`).test(code));
+}
+
+/**
+ * The text of a migration in which a call is a use: none in the early migrations that still defined functions
+ * (0001-0027, history: the files replace those definitions after them), and none in a statement about a function
+ * itself (`ALTER`, `DROP`, `COMMENT ON FUNCTION`).
+ */
+function usesOf(migration: Migration): string {
+  if (DEFINES_FUNCTION.test(migration.sql)) return '';
+  return migration.sql.replace(/--[^\n]*/g, '').replace(/(ALTER|DROP|COMMENT\s+ON)\s+FUNCTION[^;]*;/gi, '');
+}
+
+/** A migration that defines a function (only the early ones, before functions had files of their own). */
+export const DEFINES_FUNCTION = /CREATE\s+(OR\s+REPLACE\s+)?FUNCTION/i;
+
+/** `needed` and every file they call, directly or not, in the order of `files` (which creates callees first). */
+function withCallees(needed: readonly FunctionFile[], files: readonly FunctionFile[]): FunctionFile[] {
+  const names = new Set(needed.map((f) => f.name));
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const f of files.filter((file) => names.has(file.name))) {
+      for (const callee of calledBy(f.sql, files)) {
+        if (names.has(callee.name)) continue;
+        names.add(callee.name);
+        grew = true;
+      }
+    }
+  }
+  return files.filter((f) => names.has(f.name));
+}
+
 /**
  * Orders the files so that a function is created after every function it calls: a SQL-language function's body
  * is checked when it is created, so what it calls must exist by then (api_key_grants calls api_key_in_force). A
@@ -81,12 +116,7 @@ const byFileName = (a: FunctionFile, b: FunctionFile): number => (a.name < b.nam
  */
 export function orderByCalls(files: readonly FunctionFile[]): FunctionFile[] {
   const byName = new Map(files.map((f) => [f.name, f]));
-  const calls = new Map(
-    files.map((f) => {
-      const code = f.sql.replace(/--[^\n]*/g, '');
-      return [f.name, files.filter((other) => other !== f && new RegExp(`\\b${other.name}\\s*\\(`).test(code)).sort(byFileName)];
-    }),
-  );
+  const calls = new Map(files.map((f) => [f.name, calledBy(f.sql, files).filter((other) => other !== f).sort(byFileName)]));
   const ordered: FunctionFile[] = [];
   const placing = new Set<string>();
   const place = (f: FunctionFile, chain: string[]): void => {
@@ -109,7 +139,8 @@ export function orderByCalls(files: readonly FunctionFile[]): FunctionFile[] {
  * server's code loads instead of waiting for the event loop between statements.
  *
  * Functions come after the migrations: a migration changes tables and types, and a function file is written
- * against the schema as the migrations leave it. A migration never restates a function body.
+ * against the schema as the migrations leave it. A migration never restates a function body: one that uses a
+ * function (a generated column's expression) gets that file, with what it calls, applied just before it.
  */
 export async function migrateAll(db: Db, source: { migrations: Migration[]; functions: FunctionFile[] } = { migrations: listMigrations(), functions: listFunctions() }): Promise<Applied> {
   return db.transaction(async (tx) => {
@@ -121,20 +152,28 @@ export async function migrateAll(db: Db, source: { migrations: Migration[]; func
     const done = new Set((await tx.query<{ version: number }>('SELECT version FROM schema_migrations')).map((r) => r.version));
     const recorded = new Map((await tx.query<{ name: string; checksum: string }>('SELECT name, checksum FROM schema_functions')).map((r) => [r.name, r.checksum]));
     const migrations = source.migrations.filter((migration) => !done.has(migration.version));
-    const functions = source.functions.filter((f) => recorded.get(f.name) !== f.checksum);
-    if (migrations.length === 0 && functions.length === 0) return { migrations: [], functions: [] };
+    let pending = source.functions.filter((f) => recorded.get(f.name) !== f.checksum);
+    if (migrations.length === 0 && pending.length === 0) return { migrations: [], functions: [] };
+    const applied: FunctionFile[] = [];
     // Versions, names and checksums are the files' own (names are digits, lower-case letters and '_'; checksums hex).
-    await tx.exec(
-      [
-        ...migrations.map((m) => `${m.sql}\n;\nINSERT INTO schema_migrations (version, name) VALUES (${m.version}, '${m.name}');`),
-        ...functions.map(
-          (f) =>
-            `${f.sql}\n;\nINSERT INTO schema_functions (name, checksum) VALUES ('${f.name}', '${f.checksum}')
-             ON CONFLICT (name) DO UPDATE SET checksum = excluded.checksum, applied_at = now();`,
-        ),
-      ].join('\n'),
-    );
-    return { migrations: migrations.map((m) => m.version), functions: functions.map((f) => f.name) };
+    const apply = (files: FunctionFile[]) => {
+      applied.push(...files);
+      pending = pending.filter((f) => !files.includes(f));
+      return files.map(
+        (f) =>
+          `${f.sql}\n;\nINSERT INTO schema_functions (name, checksum) VALUES ('${f.name}', '${f.checksum}')
+           ON CONFLICT (name) DO UPDATE SET checksum = excluded.checksum, applied_at = now();`,
+      );
+    };
+    const script: string[] = [];
+    for (const m of migrations) {
+      // A migration that uses a function (a generated column's expression) gets it from its file just before.
+      script.push(...apply(withCallees(calledBy(usesOf(m), pending), pending)));
+      script.push(`${m.sql}\n;\nINSERT INTO schema_migrations (version, name) VALUES (${m.version}, '${m.name}');`);
+    }
+    script.push(...apply(pending));
+    await tx.exec(script.join('\n'));
+    return { migrations: migrations.map((m) => m.version), functions: applied.map((f) => f.name) };
   });
 }
 
