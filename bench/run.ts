@@ -60,6 +60,10 @@ function printApi(results: ApiResult[]): void {
     add('minimal Fastify route (hash + 2 queries)', r.minimal, r.ratioVsMinimal);
     add('bare node:http, pre-serialised', r.bare, r.ratioVsBare);
     add('bare node:http, stringify(parse())', r.bareStringify, r.ratioVsBareStringify);
+    for (const read of r.reads ?? []) {
+      add(`${read.what} (${read.rows} rows)`, read.route);
+      add(`  minimal route, same rounds`, read.minimal, read.ratioVsMinimal);
+    }
   }
   const bytes = results.map((r) => `${dbLabel(r.db)} ${fmt(r.responseBytes)} B`).join(', ');
   printTable(
