@@ -21,6 +21,7 @@ import { WhatsAppCloudProvider } from './channels/providers/meta/whatsapp.js';
 import { GraphClient } from './channels/providers/meta/graph-client.js';
 import { providerConnection } from './channels/connection.js';
 import { registerCallbackProcessing } from './channels/callbacks.js';
+import { CALLBACK_RETENTION_MS, callbackRepo } from './channels/callback-repo.js';
 import { adoptLegacyChannels } from './channels/legacy.js';
 import { registerTemplateSync } from './channels/template-sync.js';
 import { registerMediaDownload } from './channels/media-download.js';
@@ -126,11 +127,12 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     registerMaintenance(runner, {
       db,
       // Webhook delivery metadata 30 days after completion, events after 30 days, stored idempotent responses
-      // after 24 hours. After the deliveries: an event is kept while a delivery still refers to it.
+      // after 24 hours, processed provider callbacks after 7 days. After the deliveries: an event is kept while a delivery still refers to it.
       purges: [
         { name: 'deliveries', run: () => services.webhooks.purgeExpired() },
         { name: 'events', run: () => services.events.purgeExpired() },
         { name: 'idempotencyKeys', run: (now) => purgeExpiredIdempotencyKeys(db, now) },
+        { name: 'providerCallbacks', run: (now) => callbackRepo.purgeProcessed(db, new Date(now.getTime() - CALLBACK_RETENTION_MS)) },
       ],
     }),
     registerSendPipeline(runner, {

@@ -44,4 +44,16 @@ export const callbackRepo = {
   async markProcessed(db: Queryable, id: string, now: Date): Promise<void> {
     await db.query('UPDATE provider_callbacks SET processed_at = $2 WHERE id = $1', [id, now]);
   },
+
+  /** Deletes processed callbacks received before `cutoff` (retention); how many. Unprocessed ones are kept. */
+  async purgeProcessed(db: Queryable, cutoff: Date): Promise<number> {
+    const rows = await db.query('DELETE FROM provider_callbacks WHERE processed_at IS NOT NULL AND processed_at < $1 RETURNING id', [cutoff]);
+    return rows.length;
+  },
 };
+
+/**
+ * How long a processed callback is kept: Meta retries a callback for up to 7 days, and the body holds guests'
+ * messages, kept as messages anyway; a week leaves time to look into a processing problem.
+ */
+export const CALLBACK_RETENTION_MS = 7 * 24 * 3600 * 1000;

@@ -4,6 +4,7 @@ import { spawn } from 'node:child_process';
 import { setImmediate as setImmediatePromise } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
+import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { createRuntime, type Runtime } from '../../src/runtime.js';
 import { signMetaPayload } from '../../src/channels/providers/meta/signature.js';
@@ -146,6 +147,43 @@ test('a callback of 5,000 entries: acknowledged at once, stored once, processed 
     assert.equal((await post(app.runtime.app, bigCallback(5_000, PHONE_NUMBER_ID))).statusCode, 200);
     await eventually(async () => (await counts(app.runtime, tenantId)).pending === 0, 240_000, 'the redelivery processed');
     assert.equal((await counts(app.runtime, tenantId)).messages, 5_000);
+  } finally {
+    await app.close();
+  }
+});
+
+test('a processed callback is kept 7 days, then the maintenance job removes it; one still unprocessed is kept', { timeout: 120_000 }, async () => {
+  const DAY = 24 * 60 * 60 * 1000;
+  const clock = new ManualClock('2026-03-01T08:00:00.000Z');
+  const app = await startTestApp({ clock, startWorkers: true, env: { META_APP_SECRET: APP_SECRET } });
+  try {
+    const { db } = app.runtime.services;
+    /** Waits until the maintenance job has run at the current clock time (it reschedules itself an hour later). */
+    const maintenanceRanNow = async () => {
+      const expected = clock.now().getTime() + 60 * 60 * 1000;
+      app.runtime.runner.wake();
+      await eventually(async () => {
+        const rows = await db.query<{ run_at: Date }>(`SELECT run_at FROM jobs WHERE task = 'maintenance' AND state = 'queued'`);
+        return rows.length === 1 && rows[0].run_at.getTime() === expected;
+      }, 60_000, 'the maintenance job to run');
+    };
+    const stored = async () => (await db.query<{ id: string; processed: boolean }>('SELECT id, processed_at IS NOT NULL AS processed FROM provider_callbacks ORDER BY processed_at NULLS LAST, id'));
+    await maintenanceRanNow();
+    const tenantId = await setup(app.runtime.app);
+    assert.equal((await post(app.runtime.app, bigCallback(2, PHONE_NUMBER_ID))).statusCode, 200);
+    await eventually(async () => (await counts(app.runtime, tenantId)).pending === 0, 60_000, 'the callback processed');
+    // One more stored callback whose processing has not happened (its job is gone, as after a failed attempt).
+    await db.query(`INSERT INTO provider_callbacks (id, provider, object, body, received_at) VALUES ('cb_unprocessed', 'meta', 'whatsapp_business_account', '{}', $1)`, [clock.now()]);
+    assert.deepEqual((await stored()).map((row) => row.processed), [true, false]);
+
+    clock.advance(6 * DAY);
+    await maintenanceRanNow();
+    assert.equal((await stored()).length, 2, 'kept for 7 days');
+
+    clock.advance(2 * DAY);
+    await maintenanceRanNow();
+    assert.deepEqual(await stored(), [{ id: 'cb_unprocessed', processed: false }]);
+    assert.equal((await counts(app.runtime, tenantId)).messages, 2, 'the messages stay');
   } finally {
     await app.close();
   }
