@@ -171,6 +171,7 @@ export async function startFakeGraph(options: FakeGraphOptions = {}) {
   const pages = new Map<string, { token: string; platform: 'messenger' | 'instagram' }>();
   const profiles = new Map<string, { name?: string; username?: string }>();
   const media = new Map<string, Media>();
+  const cdn = new Map<string, { bytes: Buffer; mimeType: string }>();
   const requests: RecordedRequest[] = [];
   const injected: Injected[] = [];
   let delayMs = 0;
@@ -225,6 +226,14 @@ export async function startFakeGraph(options: FakeGraphOptions = {}) {
   }
 
   async function route(req: http.IncomingMessage, url: URL, raw: Buffer, record: RecordedRequest): Promise<Answer> {
+    // Messenger/Instagram attachment URLs: signed CDN links, no token; `/cdn/redirect/…` answers 302 to `/cdn/…` as lookaside URLs do.
+    const cdnPath = /^\/cdn\/(redirect\/)?(.+)$/.exec(url.pathname);
+    if (cdnPath) {
+      if (cdnPath[1]) return { status: 302, body: '', headers: { location: `/cdn/${cdnPath[2]}${url.search}` } };
+      const item = cdn.get(cdnPath[2]);
+      if (!item) return { status: 404, body: 'Not Found' };
+      return { status: 200, body: item.bytes, headers: { 'content-type': item.mimeType, 'content-length': String(item.bytes.length) } };
+    }
     // Media bytes: the short-lived URL `GET /{media-id}` hands out, bearer token required.
     const bytesPath = /^\/whatsapp_business\/attachments\/([^/]+)$/.exec(url.pathname);
     if (bytesPath) {
@@ -364,6 +373,11 @@ export async function startFakeGraph(options: FakeGraphOptions = {}) {
     /** Media a guest sent: answers `GET /{media-id}` and its URL for this token. */
     addMedia(input: { mediaId: string; bytes: Buffer; mimeType: string; token: string }) {
       media.set(input.mediaId, { bytes: input.bytes, mimeType: input.mimeType, token: input.token });
+    },
+    /** A Messenger/Instagram attachment on the fake CDN; answers its URL (`redirect`: one that 302s to it first). */
+    addCdnFile(input: { name: string; bytes: Buffer; mimeType: string; redirect?: boolean }): string {
+      cdn.set(input.name, { bytes: input.bytes, mimeType: input.mimeType });
+      return `${baseUrl}/cdn/${input.redirect ? 'redirect/' : ''}${input.name}?_nc_cat=1&oh=signed`;
     },
     mediaBytes(mediaId: string): Buffer | undefined {
       return media.get(mediaId)?.bytes;
