@@ -272,7 +272,7 @@ export async function startFakeGraph(options: FakeGraphOptions = {}) {
     const page = pages.get(id);
     if (page) {
       if (token !== page.token) return metaError(401, 190, 'Invalid OAuth access token - Cannot parse access token');
-      if (req.method === 'POST' && edge === 'messages') return sendApi(json);
+      if (req.method === 'POST' && edge === 'messages') return sendApi(json, page.platform);
       if (req.method === 'POST' && edge === 'message_attachments') return attachmentUpload(await parseForm(req, raw, record), page.platform);
       return invalidParameter(`unsupported ${req.method} /${edge ?? ''} on a page`);
     }
@@ -331,8 +331,11 @@ export async function startFakeGraph(options: FakeGraphOptions = {}) {
     return { status: 200, body: { data, paging: { cursors, ...nextUrl } } };
   }
 
-  function sendApi(json: unknown): Answer {
+  function sendApi(json: unknown, platform: 'messenger' | 'instagram'): Answer {
     if (!isSendApi(json)) return invalidParameter('the request does not match the Send API');
+    // Instagram's Send API documents one reaction, by name; Instagram text is at most 1,000 bytes.
+    if (platform === 'instagram' && 'payload' in json && 'reaction' in json.payload && json.payload.reaction !== 'love') return invalidParameter('reaction must be love');
+    if (platform === 'instagram' && 'message' in json && 'text' in json.message && Buffer.byteLength(json.message.text) > 1000) return invalidParameter('message text must be 1000 bytes or less');
     if ('sender_action' in json) return { status: 200, body: { recipient_id: json.recipient.id } };
     return { status: 200, body: { recipient_id: json.recipient.id, message_id: `m_${randomBytes(18).toString('base64url')}` } };
   }
