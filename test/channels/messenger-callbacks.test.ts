@@ -211,6 +211,37 @@ describe('Messenger echoes', () => {
   });
 });
 
+describe('Messenger echo racing its send', () => {
+  test('an echo that arrives while its send is still in the provider call waits for the id, then writes nothing new', async () => {
+    const w = await h.world('messenger');
+    await h.post(messengerTextMessage({ accountId: w.accountId, from: w.guest, mid: 'm_race_in', timestamp: Date.now() - 5000, text: 'hi' }));
+    await h.allProcessed();
+    const conversationId = await h.onlyConversation(w);
+    const mid = `m_race_${w.guest}`;
+    h.graph.answerMessageIds(mid);
+    h.graph.setDelay(2_000);
+    try {
+      const res = await h.reply(w, conversationId, 'On my way');
+      const { requestEventId } = res.json() as { requestEventId: string };
+      await eventually(
+        async () => (await h.db.query(`SELECT 1 FROM message_requests WHERE id = $1 AND dispatching_at IS NOT NULL`, [requestEventId])).length > 0,
+        30_000,
+        'the provider call under way',
+      );
+      await h.post(messengerEcho({ accountId: w.accountId, from: w.guest, mid, timestamp: Date.now(), text: 'On my way' }));
+      await h.allProcessed();
+    } finally {
+      h.graph.setDelay(0);
+    }
+    const messages = await h.messagesOf(w, conversationId);
+    assert.deepEqual(messages.map((m) => `${m.direction}/${m.source}`), ['outbound/api', 'inbound/channel']);
+    assert.deepEqual((await h.eventsOf(w, 'message.created')).map((e) => e.direction), ['inbound', 'outbound']);
+    // The echo's callback waited (an attempt failed while the send was under way) instead of storing a copy.
+    const waited = await h.db.query(`SELECT 1 FROM jobs WHERE task = 'channels.process-callback' AND attempts > 1 AND last_error LIKE '%waits for a send under way%'`);
+    assert.ok(waited.length > 0);
+  });
+});
+
 describe('Messenger delivery and read watermarks', () => {
   test('delivery (mids and watermark) and read move our sends forward only, emit message.delivery.updated, and set readAt', async () => {
     const w = await h.world('messenger');

@@ -172,6 +172,8 @@ export async function startFakeGraph(options: FakeGraphOptions = {}) {
   const profiles = new Map<string, { name?: string; username?: string }>();
   const media = new Map<string, Media>();
   const cdn = new Map<string, { bytes: Buffer; mimeType: string }>();
+  /** Message ids the Send API answers next (a test that must know the id before the answer). */
+  const nextMessageIds: string[] = [];
   const requests: RecordedRequest[] = [];
   const injected: Injected[] = [];
   let delayMs = 0;
@@ -337,7 +339,7 @@ export async function startFakeGraph(options: FakeGraphOptions = {}) {
     if (platform === 'instagram' && 'payload' in json && 'reaction' in json.payload && json.payload.reaction !== 'love') return invalidParameter('reaction must be love');
     if (platform === 'instagram' && 'message' in json && 'text' in json.message && Buffer.byteLength(json.message.text) > 1000) return invalidParameter('message text must be 1000 bytes or less');
     if ('sender_action' in json) return { status: 200, body: { recipient_id: json.recipient.id } };
-    return { status: 200, body: { recipient_id: json.recipient.id, message_id: `m_${randomBytes(18).toString('base64url')}` } };
+    return { status: 200, body: { recipient_id: json.recipient.id, message_id: nextMessageIds.shift() ?? `m_${randomBytes(18).toString('base64url')}` } };
   }
 
   function attachmentUpload(fields: Record<string, string | File> | undefined, platform: 'messenger' | 'instagram'): Answer {
@@ -384,6 +386,10 @@ export async function startFakeGraph(options: FakeGraphOptions = {}) {
     },
     mediaBytes(mediaId: string): Buffer | undefined {
       return media.get(mediaId)?.bytes;
+    },
+    /** The next Send API messages get these ids, in order. */
+    answerMessageIds(...ids: string[]) {
+      nextMessageIds.push(...ids);
     },
     /** The next `count` Graph calls (not media downloads) answer this failure. */
     failNext(count: number, failure: Injected) {
