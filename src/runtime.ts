@@ -18,6 +18,9 @@ import { registerPreCheckin } from './reservations/schedule.js';
 import { SandboxProvider } from './messaging/providers/sandbox.js';
 import type { ProviderRegistry } from './messaging/providers/registry.js';
 import { WhatsAppCloudProvider } from './channels/providers/meta/whatsapp.js';
+import { MessengerSendApiProvider } from './channels/providers/meta/messenger.js';
+import { registerContactProfiles } from './channels/contact-profile.js';
+import { LazyGuardedAgent } from './net/undici.js';
 import { GraphClient } from './channels/providers/meta/graph-client.js';
 import { providerConnection } from './channels/connection.js';
 import { registerCallbackProcessing } from './channels/callbacks.js';
@@ -114,7 +117,14 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   if (adopted > 0) log.warn({ channels: adopted }, 'CHANNEL_PROVIDER=whatsapp: WhatsApp channels of the earlier release are now whatsapp_cloud channels; set their wabaId with PATCH and remove CHANNEL_PROVIDER');
   const graph = new GraphClient({ baseUrl: config.meta.graphBaseUrl, apiVersion: config.meta.graphApiVersion, timeoutMs: config.sendTimeoutMs });
   const whatsapp = new WhatsAppCloudProvider(graph);
-  const providers: ProviderRegistry = { sandbox: new SandboxProvider(), whatsapp_cloud: whatsapp };
+  const messenger = new MessengerSendApiProvider('messenger', graph);
+  const instagram = new MessengerSendApiProvider('instagram', graph);
+  const providers: ProviderRegistry = { sandbox: new SandboxProvider(), whatsapp_cloud: whatsapp, messenger, instagram };
+  // Messenger/Instagram attachment URLs come inside callbacks: fetched through the SSRF guard like any URL we are handed.
+  const attachmentAgent = new LazyGuardedAgent(
+    { allowPrivate: config.allowPrivateDestinations, timeoutMs: config.sendTimeoutMs, resolver: options.resolver },
+    { headersTimeout: config.sendTimeoutMs, bodyTimeout: config.sendTimeoutMs, connections: 8 },
+  );
   const openChannel = (row: Pick<ChannelRow, 'provider' | 'connection' | 'connection_secret'>) => providerConnection(row, keyring.encryptionKey, config.meta.systemUserToken);
   const knowledgeFetcher = new GuardedFetcher({
     allowPrivate: config.allowPrivateDestinations,
@@ -142,7 +152,15 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       counters,
     }),
     registerTemplateSync(runner, { db, whatsapp, openConnection: openChannel, intervalMs: config.templateSyncIntervalMs }),
-    registerMediaDownload(runner, { db, blobs: services.blobs, whatsapp, openConnection: openChannel, maxBytes: config.mediaMaxBytes }),
+    registerMediaDownload(runner, {
+      db,
+      blobs: services.blobs,
+      whatsapp,
+      downloadUrl: async (url, download) => graph.download(url, { ...download, dispatcher: await attachmentAgent.get() }),
+      openConnection: openChannel,
+      maxBytes: config.mediaMaxBytes,
+    }),
+    registerContactProfiles(runner, { db, messenger, instagram, openConnection: openChannel }),
     registerCallbackProcessing(runner, { db, log: log.child({ component: 'provider-callbacks' }), counters }),
     registerAutomation(runner, { db, sender: services.followUpSender, intervalMs: config.crmAutomationIntervalMs }),
     registerPreCheckin(runner, { db, reservations: services.reservations }),
@@ -194,6 +212,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       }
       await closeStep('job workers', () => Promise.all(workers.map((worker) => worker.close?.())));
       await closeStep('blob store', () => services.blobs.close?.());
+      await closeStep('attachment agent', () => attachmentAgent.close());
       await closeStep('database', () => db.close());
     },
   };

@@ -179,6 +179,19 @@ describe('Messenger and Instagram', () => {
     assert.equal(fallback.unsupportedReason, 'fallback');
   });
 
+  test('a sticker (the `sticker` attachment, or during the transition Meta announced an `image` with a sticker_id) is a sticker; a document keeps the file name of its URL', () => {
+    const withBoth = metaFixture('messenger-attachment') as { entry: Array<{ messaging: Array<{ message: { attachments: unknown[] } }> }> };
+    withBoth.entry[0].messaging[0].message.attachments = [
+      { type: 'image', payload: { url: 'https://scontent.xx.fbcdn.net/v/sticker.png', sticker_id: 369239263222822 } },
+      { type: 'sticker', payload: { url: 'https://scontent.xx.fbcdn.net/v/sticker.png', sticker_id: 369239263222822 } },
+    ];
+    const result = parseMetaCallback(withBoth);
+    assert.ok(result.ok && result.events[0].kind === 'message');
+    assert.equal(result.events[0].type, 'sticker');
+    assert.deepEqual(result.events[0].media, { url: 'https://scontent.xx.fbcdn.net/v/sticker.png' });
+    assert.deepEqual(message('messenger-attachment-file').media, { url: 'https://cdn.fbsbx.com/v/t59.2708-21/test-booking.pdf', filename: 'test-booking.pdf' });
+  });
+
   test('postbacks are interactive replies', () => {
     const postback = message('messenger-postback');
     assert.equal(postback.type, 'interactive_reply');
