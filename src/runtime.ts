@@ -136,6 +136,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     registerSendPipeline(runner, {
       db,
       providers,
+      blobs: services.blobs,
       openConnection: (row) => openChannel({ provider: row.channel_provider, connection: row.connection, connection_secret: row.connection_secret }),
       counters,
     }),

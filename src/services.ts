@@ -84,7 +84,7 @@ export function createServices(deps: { config: Config; db: Db; clock: Clock; key
     contacts: new ContactService(db, clock),
     handoffs: new HandoffService(db, clock),
     conversationContent: new ConversationContentService(db, cursors),
-    replies: new ReplyService(db, clock, outbound),
+    replies: new ReplyService(db, clock, outbound, blobs),
     messaging: new MessagingService(db, clock, outbound),
     outbound,
     crm: new CrmService(db, clock, cursors),

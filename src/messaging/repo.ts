@@ -34,14 +34,30 @@ export interface DispatchStart {
   at: Date;
 }
 
+/**
+ * What the send job sends besides the text (decisions 7.2), read from the outbound message: its type, its media
+ * (bytes under mediaBlobKey), and the provider's ids of the message it answers or reacts to (null when that
+ * message has none: a simulated one, or a send not accepted yet).
+ */
+export interface DispatchContent {
+  type: string;
+  media: { contentType: string; sizeBytes?: number; filename?: string; providerMediaId?: string } | null;
+  reaction: { emoji: string; targetMessageId: string } | null;
+  replyToProviderMessageId: string | null;
+  targetProviderMessageId: string | null;
+}
+
 /** A request about to be sent, with its channel's provider and connection (tokens still sealed). */
-export type DispatchRow = MessageRequestRow & { channel_provider: ChannelRow['provider'] } & Pick<ChannelRow, 'connection' | 'connection_secret'>;
+export type DispatchRow = MessageRequestRow & { channel_provider: ChannelRow['provider'] } & Pick<ChannelRow, 'connection' | 'connection_secret'> & {
+  content: DispatchContent | null;
+};
 
 /** A send the provider accepted, as message_sends_accepted (src/messaging/sql/message_sends_accepted.sql) records it. */
 export interface AcceptedSend {
   tenantId: string;
   requestId: string;
-  providerMessageId: string;
+  /** Null when the provider creates no message for the request (a Messenger reaction). */
+  providerMessageId: string | null;
   at: Date;
   /** The send job's lease: the job succeeds only while this worker holds it. */
   jobId: number;
@@ -57,6 +73,11 @@ export interface AcceptedOutcome {
   outcome: 'sent' | 'unchanged' | 'missing' | 'lease_lost';
   deliveries: number;
 }
+
+/** The provider's id of message $ID of the same tenant: an inbound message's own, an outbound one's send's. */
+const PROVIDER_ID_OF = `SELECT COALESCE(t.provider_message_id, tr.provider_message_id) FROM messages t
+  LEFT JOIN message_requests tr ON tr.id = t.request_event_id AND tr.tenant_id = t.tenant_id
+  WHERE t.id = $ID AND t.tenant_id = m.tenant_id`;
 
 export const messageRequestRepo = {
   async get(db: Queryable, tenantId: string, id: string, lock = false): Promise<MessageRequestRow | undefined> {
@@ -95,7 +116,11 @@ export const messageRequestRepo = {
        FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS d(tenant_id, id, at), channels c
        WHERE r.tenant_id = d.tenant_id AND r.id = d.id AND r.status = 'queued' AND r.provider_message_id IS NULL AND r.dispatching_at IS NULL
          AND c.id = r.channel_id AND c.tenant_id = r.tenant_id
-       RETURNING r.*, c.provider AS channel_provider, c.connection, c.connection_secret`,
+       RETURNING r.*, c.provider AS channel_provider, c.connection, c.connection_secret,
+         (SELECT jsonb_build_object('type', m.type, 'media', m.media, 'reaction', m.reaction,
+                   'replyToProviderMessageId', (${PROVIDER_ID_OF.replace('$ID', 'm.reply_to_message_id')}),
+                   'targetProviderMessageId', (${PROVIDER_ID_OF.replace('$ID', "m.reaction ->> 'targetMessageId'")}))
+          FROM messages m WHERE m.id = r.reply_id AND m.tenant_id = r.tenant_id) AS content`,
       [requests.map((r) => r.tenantId), requests.map((r) => r.id), requests.map((r) => r.at)],
     );
     const byId = new Map(rows.map((row) => [`${row.tenant_id}/${row.id}`, row]));
@@ -105,6 +130,11 @@ export const messageRequestRepo = {
       byId.delete(key);
       return row;
     });
+  },
+
+  /** The provider's id of an outbound message's uploaded media, so that a retried send does not upload it again. */
+  async noteUploaded(db: Queryable, tenantId: string, messageId: string, providerMediaId: string): Promise<void> {
+    await db.query(`UPDATE messages SET media = media || jsonb_build_object('providerMediaId', $3::text) WHERE tenant_id = $1 AND id = $2`, [tenantId, messageId, providerMediaId]);
   },
 
   async noteUnknownOutcome(db: Queryable, tenantId: string, id: string, now: Date): Promise<void> {
