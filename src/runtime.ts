@@ -13,6 +13,7 @@ import { loadKeyring } from './secrets.js';
 import { createServices, type Services } from './services.js';
 import { WebhookDispatcher } from './webhooks/deliver.js';
 import { registerSendPipeline } from './messaging/pipeline.js';
+import { registerReceipts } from './messaging/receipts.js';
 import { registerAutomation } from './crm/automation.js';
 import { registerPreCheckin } from './reservations/schedule.js';
 import { SandboxProvider } from './messaging/providers/sandbox.js';
@@ -140,6 +141,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       openConnection: (row) => openChannel({ provider: row.channel_provider, connection: row.connection, connection_secret: row.connection_secret }),
       counters,
     }),
+    registerReceipts(runner, { db, providers, openConnection: openChannel }),
     registerTemplateSync(runner, { db, whatsapp, openConnection: openChannel, intervalMs: config.templateSyncIntervalMs }),
     registerMediaDownload(runner, { db, blobs: services.blobs, whatsapp, openConnection: openChannel, maxBytes: config.mediaMaxBytes }),
     registerCallbackProcessing(runner, { db, log: log.child({ component: 'provider-callbacks' }), counters }),

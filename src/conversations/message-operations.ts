@@ -1,14 +1,16 @@
-import { defineOperation, replayable, type KnownError } from '../operations/define.js';
-import { ListMessagesQuery, MessageList, MessageParams, MessageResponse, ReactionAccepted, ReactionBody, ReplyAccepted, ReplyBody } from './message-schema.js';
+import { BinaryResponse, defineOperation, replayable, type KnownError } from '../operations/define.js';
+import { ListMessagesQuery, MessageList, MessageParams, MessageResponse, ReactionAccepted, ReactionBody, ReplyAccepted, ReplyBody, TypingAccepted } from './message-schema.js';
 import { ConversationItem, ConversationParams } from './schema.js';
 import { Ref } from '../http/schemas.js';
 import type { ConversationContentService } from './content.js';
 import type { ReplyService } from '../messaging/reply.js';
+import type { TypingService } from '../messaging/receipts.js';
 
 /** What the conversation content operations call. */
 export interface ConversationContentOperationServices {
   conversationContent: ConversationContentService;
   replies: ReplyService;
+  typing: TypingService;
 }
 
 const common = { area: 'conversations', tag: 'Conversations' } as const;
@@ -111,6 +113,28 @@ export const conversationContentOperations = [
   }),
   defineOperation({
     ...common,
+    operationId: 'getMessageMedia',
+    sdk: 'conversations.messages.media',
+    method: 'GET',
+    path: '/conversations/{conversationId}/messages/{messageId}/media',
+    summary: 'Download a message\'s media',
+    description:
+      'The bytes of a message\'s image, audio, video, document or sticker, with their Content-Type, Content-Length and Content-Disposition: attachment. Inbound media is downloaded from the channel by a job after the message arrives: until then 409 media_pending; a download that failed (too large, wrong type, gone) is 409 media_failed with details.mediaReason. A message without media is 404. Over MCP the tool answers {contentType, sizeBytes, filename} with contentBase64 up to 1 MiB, and a note to use REST beyond.',
+    scopes: ['conversations:read'],
+    params: MessageParams,
+    status: 200,
+    response: BinaryResponse,
+    errors: [
+      404,
+      { status: 409, code: 'M2M_CONFLICT', reason: 'media_pending', message: 'the media is still being downloaded from the channel; try again shortly' },
+      { status: 409, code: 'M2M_CONFLICT', reason: 'media_failed', message: 'the media could not be downloaded from the channel (too_large)', details: { mediaReason: 'too_large' } },
+    ],
+    extension: true,
+    examples: {},
+    handler: (s: ConversationContentOperationServices, ctx, input) => s.conversationContent.getMedia(ctx, input),
+  }),
+  defineOperation({
+    ...common,
     operationId: 'replyToConversation',
     sdk: 'conversations.messages.reply',
     method: 'POST',
@@ -187,5 +211,24 @@ export const conversationContentOperations = [
     hints: { destructive: true, openWorld: true },
     examples: { request: { emoji: '👍' }, response: { conversationId, messageId: inbound.messageId, requestEventId: outbound.requestEventId } },
     handler: async (s: ConversationContentOperationServices, ctx, input) => replayable(await s.replies.react(ctx, input)),
+  }),
+  defineOperation({
+    ...common,
+    operationId: 'sendTypingIndicator',
+    sdk: 'conversations.typing',
+    method: 'POST',
+    path: '/conversations/{conversationId}/typing',
+    summary: 'Show the typing indicator to the contact',
+    description:
+      'Queues the channel\'s typing indicator (202): WhatsApp shows it together with the read receipt of the contact\'s newest message, Messenger and Instagram typing_on, webchat its indicator. It lasts until the next message or a few seconds. Same rules as a reply: WhatsApp, Messenger and Instagram only within 24 hours of the contact\'s last message (409 outside_customer_service_window). A provider that fails it never fails this call.',
+    scopes: ['conversations:write'],
+    params: ConversationParams,
+    status: 202,
+    response: TypingAccepted,
+    errors: [404, ...SEND_REFUSALS],
+    extension: true,
+    hints: { idempotent: true, openWorld: true },
+    examples: { response: { conversationId, queued: true } },
+    handler: (s: ConversationContentOperationServices, ctx, input) => s.typing.typing(ctx, input),
   }),
 ];

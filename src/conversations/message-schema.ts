@@ -102,3 +102,8 @@ export const ReplyAccepted = Type.Object(
 );
 
 export const messageSharedSchemas = [Message];
+
+export const TypingAccepted = Type.Object(
+  { conversationId: Type.String(), queued: Type.Literal(true) },
+  { additionalProperties: false, description: 'The typing indicator is queued for the channel' },
+);

@@ -200,7 +200,7 @@ export function isOneEmoji(text: string): boolean {
 }
 
 /** The answer to a refusal: conversation_replies decided it (send_refusal, reply_window) and gives the facts to explain it. */
-function refusalError(refused: Extract<ReplyOutcome, { outcome: 'refused' }>, channelKind: ChannelKind): DomainError {
+export function refusalError(refused: Extract<ReplyOutcome, { outcome: 'refused' }>, channelKind: ChannelKind): DomainError {
   switch (refused.refusal) {
     case 'channel_unavailable':
       return new DomainError('M2M_INVALID_REQUEST', 'the conversation channel is not available for sending', {

@@ -50,9 +50,9 @@ export interface World {
 }
 
 /** Meta's callback, signed, through the real route; waits until the workers processed it. */
-export async function guestWrites(h: KindsHarness, w: Pick<World, 'phoneNumberId' | 'guest'>, text: string): Promise<{ wamid: string }> {
+export async function guestWrites(h: KindsHarness, w: Pick<World, 'phoneNumberId' | 'guest'>, text: string, ageSeconds = 0): Promise<{ wamid: string }> {
   const wamid = `wamid.${randomUUID().replace(/-/g, '')}`;
-  const raw = Buffer.from(JSON.stringify(whatsappTextMessage({ phoneNumberId: w.phoneNumberId, from: w.guest, id: wamid, timestamp: Math.floor(Date.now() / 1000), text })));
+  const raw = Buffer.from(JSON.stringify(whatsappTextMessage({ phoneNumberId: w.phoneNumberId, from: w.guest, id: wamid, timestamp: Math.floor(Date.now() / 1000) - ageSeconds, text })));
   const res = await h.app.runtime.app.inject({
     method: 'POST',
     url: '/providers/meta/webhook',
@@ -83,7 +83,7 @@ export async function world(h: KindsHarness, scopes = ['conversations:read', 'co
     20_000,
     'the first template sync',
   );
-  const { wamid } = await guestWrites(h, { phoneNumberId, guest }, 'Hola 👋 ¿tienen estacionamiento?');
+  const { wamid } = await guestWrites(h, { phoneNumberId, guest }, 'Hola 👋 ¿tienen estacionamiento?', 60);
   const [row] = await app.runtime.services.db.query<{ id: string; conversation_id: string }>('SELECT id, conversation_id FROM messages WHERE provider_message_id = $1', [wamid]);
   return { tenantId, key, channelId, phoneNumberId, guest, conversationId: row.conversation_id, inboundId: row.id, inboundWamid: wamid };
 }
