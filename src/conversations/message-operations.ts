@@ -1,4 +1,4 @@
-import { BinaryResponse, defineOperation, replayable, type KnownError } from '../operations/define.js';
+import { BinaryBody, BinaryResponse, defineOperation, replayable, type KnownError } from '../operations/define.js';
 import { ListMessagesQuery, MessageList, MessageParams, MessageResponse, ReactionAccepted, ReactionBody, ReplyAccepted, ReplyBody, TypingAccepted } from './message-schema.js';
 import { ConversationItem, ConversationParams } from './schema.js';
 import { Ref } from '../http/schemas.js';
@@ -130,7 +130,7 @@ export const conversationContentOperations = [
       { status: 409, code: 'M2M_CONFLICT', reason: 'media_failed', message: 'the media could not be downloaded from the channel (too_large)', details: { mediaReason: 'too_large' } },
     ],
     extension: true,
-    examples: {},
+    examples: { response: new BinaryBody(Buffer.from('/9j/4AAQSkZJRgABAQ', 'base64'), 'image/jpeg', 'msg_1q2w3e4r5t6y7u8i9o0p.jpg') },
     handler: (s: ConversationContentOperationServices, ctx, input) => s.conversationContent.getMedia(ctx, input),
   }),
   defineOperation({

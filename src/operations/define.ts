@@ -144,6 +144,18 @@ export class BinaryBody {
 /** The response schema of an operation that answers `BinaryBody`: bytes of the content's own type. */
 export const BinaryResponse = Type.Unsafe<BinaryBody>({ type: 'string', format: 'binary', description: 'The bytes, with their own Content-Type' });
 
+/** What an MCP tool answers for raw bytes: their description, and the bytes in base64 when small (src/mcp/routes.ts). */
+export const BinaryToolOutput = Type.Object(
+  {
+    contentType: Type.String(),
+    sizeBytes: Type.Integer({ minimum: 0 }),
+    filename: Type.String(),
+    contentBase64: Type.Optional(Type.String({ description: 'The bytes, when at most 1 MiB' })),
+    note: Type.Optional(Type.String({ description: 'Why the bytes are not inlined, and where to get them' })),
+  },
+  { additionalProperties: false },
+);
+
 /** A result answered with a status other than the operation's default one (a sync that created: 201). */
 export class WithStatus<T> {
   constructor(
