@@ -6,6 +6,8 @@ import { signMetaPayload } from '../../src/channels/providers/meta/signature.js'
 import { whatsappImageMessage } from '../helpers/fake-graph.js';
 import { APP_SECRET, TOKEN, asset, finalStatus, send, startKinds, world, type KindsHarness, type World } from '../helpers/kinds-world.js';
 import { M2MClient } from '../../packages/client/src/index.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 // GET /conversations/{id}/messages/{messageId}/media (decisions 7.2): the stored bytes with Content-Type,
 // Content-Length and Content-Disposition: attachment; a message without media 404; media still downloading 409
@@ -13,7 +15,7 @@ import { M2MClient } from '../../packages/client/src/index.js';
 
 let h: KindsHarness;
 before(async () => {
-  h = await startKinds({ MEDIA_MAX_BYTES: '1000' });
+  h = await startKinds({ MEDIA_MAX_BYTES: '1000', MCP_ENABLED: 'true' });
 });
 after(async () => {
   await h.close();
@@ -60,6 +62,17 @@ test('inbound media: the stored bytes with Content-Type, Content-Length and Cont
   const downloaded = await client.conversations.messages.media({ conversationId: w.conversationId, messageId });
   assert.ok(downloaded instanceof Uint8Array);
   assert.deepEqual(Buffer.from(downloaded), bytes);
+
+  // MCP: the description, with the bytes in base64 (small enough to inline).
+  const mcp = new Client({ name: 'media', version: '1.0.0' });
+  await mcp.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${address.port}/m2m/v1/mcp`), { requestInit: { headers: { authorization: `Bearer ${w.key}` } } }));
+  const result = await mcp.callTool({ name: 'get_message_media', arguments: { conversationId: w.conversationId, messageId } });
+  await mcp.close();
+  assert.notEqual(result.isError, true, JSON.stringify(result));
+  const described = result.structuredContent as { contentType: string; sizeBytes: number; contentBase64?: string };
+  assert.equal(described.contentType, 'image/jpeg');
+  assert.equal(described.sizeBytes, bytes.length);
+  assert.deepEqual(Buffer.from(described.contentBase64 ?? '', 'base64'), bytes);
 });
 
 test('an outbound attachment is served from the copy kept with the reply', async () => {
