@@ -1,4 +1,4 @@
-import { queueReceipt } from '../messaging/receipts.js';
+import { queueReceipt } from '../messaging/receipt-queue.js';
 import type { Clock } from '../clock.js';
 import type { Db, Queryable, Tx } from '../db/driver.js';
 import { DomainError, conflict, invalid, notFound } from '../errors.js';

@@ -1,8 +1,9 @@
 import type { Static } from 'typebox';
 import type { Clock } from '../clock.js';
 import type { Ctx } from '../context.js';
-import type { Db, Queryable, Tx } from '../db/driver.js';
-import { enqueue, JOBS_CHANNEL } from '../jobs/queue.js';
+import type { Db, Queryable } from '../db/driver.js';
+import { JOBS_CHANNEL } from '../jobs/queue.js';
+import { queueReceipt, RECEIPT_TASK } from './receipt-queue.js';
 import type { ClaimedJob, JobContext, JobRunner } from '../jobs/runner.js';
 import type { JobWorker } from '../jobs/worker.js';
 import type { ChannelRow } from '../channels/repo.js';
@@ -13,17 +14,11 @@ import { sendThrough, type ProviderRegistry } from './providers/registry.js';
 import { refusalError } from './reply.js';
 import type { ReplyRefusal } from './outbound-repo.js';
 
-export const RECEIPT_TASK = 'messaging.receipt';
-
-/**
+/*
  * Read receipts and typing (decisions 7.2). Marking a conversation read queues the channel's read receipt for the
  * newest inbound message; POST /typing queues the typing indicator (WhatsApp: with that read receipt). Both are a
- * job, so a provider that fails never fails the call that queued it.
+ * job (src/messaging/receipt-queue.ts), so a provider that fails never fails the call that queued it.
  */
-export async function queueReceipt(tx: Tx, now: Date, tenantId: string, conversationId: string, typing: boolean): Promise<void> {
-  await enqueue(tx, now, { task: RECEIPT_TASK, tenantId, payload: { conversationId, typing }, maxAttempts: 3 });
-  tx.notify(JOBS_CHANNEL);
-}
 
 interface TypingRow {
   refusal: ReplyRefusal | null;
