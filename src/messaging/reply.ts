@@ -13,6 +13,7 @@ import { newId } from '../ids.js';
 import { attachmentRepo } from './attachment-repo.js';
 import { isDatabaseUnavailable } from '../db/unavailable.js';
 import { DomainError, conflict, invalid, notFound } from '../errors.js';
+import { idempotencyRepo } from '../platform/idempotency-repo.js';
 import { answerTaken, keyLifetime, requestHash, type IdempotencyKeyUse, type StoredResponse } from '../platform/idempotency.js';
 import { JOBS_CHANNEL } from '../jobs/queue.js';
 import { GroupCommit } from '../util/group-commit.js';
@@ -75,12 +76,17 @@ export class ReplyService {
         issues: [{ path: 'body.replyToMessageId', message: 'no message with this id in the conversation' }],
       });
     }
+    const hash = requestHash({ conversationId, text, ...(assetSourceId ? { assetSourceId } : {}), ...(replyToMessageId ? { replyToMessageId } : {}) });
+    if (assetSourceId !== undefined) {
+      // A retry of an attachment reply answers what its key stored, even when the asset has gone since, and copies nothing.
+      const earlier = await idempotencyRepo.claim(this.db, { tenantId, operation: idempotency.operation, key: idempotency.key }, this.clock.now());
+      if (earlier.outcome === 'taken') return answerTaken<Accepted>(idempotency.key, hash, earlier.stored);
+    }
     const messageId = newId('msg');
     const kind = assetSourceId === undefined ? { type: 'text' as const, ...(replyToMessageId ? { replyToMessageId } : {}) } : await this.attach(tenantId, assetSourceId, messageId, replyToMessageId);
     const now = this.clock.now();
     const message = this.outbound.prepare(now, { tenantId, conversationId, channelId: channel.channelId, channelKind: channel.kind, recipientPhone: null, text: text ?? '', messageId, kind });
     const accepted: Accepted = { conversationId, messageId: message.message_id, replyId: message.message_id, requestEventId: message.request_id };
-    const hash = requestHash({ conversationId, text, ...(assetSourceId ? { assetSourceId } : {}), ...(replyToMessageId ? { replyToMessageId } : {}) });
     if (kind.type === 'text') return (await this.write(ctx, channel, message, idempotency, hash, accepted)).answer;
     // The copy stays only with a reply that was written; a refusal or a replayed key drops it.
     const dropCopy = () => this.blobs.delete(mediaBlobKey(tenantId, messageId)).catch(() => undefined);

@@ -85,16 +85,18 @@ test('a send retried after a throttled /messages reuses the uploaded media: one 
   assert.deepEqual(messages.map((r) => r.status), [400, 200], 'refused once, then sent once');
   const ids = messages.map((r) => (r.json as { image: { id: string } }).image.id);
   assert.equal(ids[0], ids[1], 'the retry sent the media id of the first upload');
-  // A replay of the same Idempotency-Key sends nothing more.
 });
 
-test('a replayed Idempotency-Key answers the first 202 and sends nothing again', async () => {
+test('a replayed Idempotency-Key answers the first 202 (the asset deleted since) and sends nothing again', async () => {
   const w = await world(h);
   const image = await asset(h, w.tenantId);
   const key = `kinds-replay-${w.conversationId}`;
   const first = await send(h, w.key, `/conversations/${w.conversationId}/messages`, { assetSourceId: image.sourceId }, key);
   assert.equal(first.statusCode, 202, first.body);
   await finalStatus(h, w.key, (first.json() as Accepted).requestEventId);
+  // Even with the asset gone since, the retry answers what the key stored.
+  const writer = await h.app.admin<{ key: string }>('POST', `/tenants/${w.tenantId}/api-keys`, { name: 'knowledge', scopes: ['knowledge:write'] });
+  assert.equal((await h.app.api(writer.key, 'DELETE', `/knowledge/sources/${image.sourceId}`)).statusCode, 204);
   const again = await send(h, w.key, `/conversations/${w.conversationId}/messages`, { assetSourceId: image.sourceId }, key);
   assert.equal(again.statusCode, 202);
   assert.equal(again.headers['idempotent-replayed'], 'true');
