@@ -13,6 +13,7 @@ import { loadKeyring } from './secrets.js';
 import { createServices, type Services } from './services.js';
 import { WebhookDispatcher } from './webhooks/deliver.js';
 import { registerSendPipeline } from './messaging/pipeline.js';
+import { registerReceipts } from './messaging/receipts.js';
 import { registerAutomation } from './crm/automation.js';
 import { registerPreCheckin } from './reservations/schedule.js';
 import { SandboxProvider } from './messaging/providers/sandbox.js';
@@ -148,9 +149,11 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     registerSendPipeline(runner, {
       db,
       providers,
+      blobs: services.blobs,
       openConnection: (row) => openChannel({ provider: row.channel_provider, connection: row.connection, connection_secret: row.connection_secret }),
       counters,
     }),
+    registerReceipts(runner, { db, providers, openConnection: openChannel }),
     registerTemplateSync(runner, { db, whatsapp, openConnection: openChannel, intervalMs: config.templateSyncIntervalMs }),
     registerMediaDownload(runner, {
       db,

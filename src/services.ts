@@ -11,6 +11,7 @@ import { ContactService } from './conversations/contacts.js';
 import { HandoffService } from './conversations/handoffs.js';
 import { ConversationContentService } from './conversations/content.js';
 import { ReplyService } from './messaging/reply.js';
+import { TypingService } from './messaging/receipts.js';
 import { Cursors } from './platform/cursor.js';
 import { MessagingService } from './messaging/service.js';
 import { OutboundQueue } from './messaging/outbound.js';
@@ -49,6 +50,7 @@ export interface Services {
   handoffs: HandoffService;
   conversationContent: ConversationContentService;
   replies: ReplyService;
+  typing: TypingService;
   messaging: MessagingService;
   outbound: OutboundQueue;
   crm: CrmService;
@@ -83,8 +85,9 @@ export function createServices(deps: { config: Config; db: Db; clock: Clock; key
     inbox: new InboxService(db, clock),
     contacts: new ContactService(db, clock),
     handoffs: new HandoffService(db, clock),
-    conversationContent: new ConversationContentService(db, cursors),
-    replies: new ReplyService(db, clock, outbound),
+    conversationContent: new ConversationContentService(db, cursors, blobs),
+    replies: new ReplyService(db, clock, outbound, blobs),
+    typing: new TypingService(db, clock),
     messaging: new MessagingService(db, clock, outbound),
     outbound,
     crm: new CrmService(db, clock, cursors),

@@ -98,7 +98,8 @@ export function generate(): string {
     const properties = Object.assign({}, ...parts.map((part) => part.properties));
     const required = parts.flatMap((part) => part.required);
     out.push(`export type ${base}Input = ${toType({ type: 'object', properties, required, additionalProperties: false }, refName)};`, '');
-    out.push(`export type ${base}Response = ${operation.status === 204 ? 'void' : toType(asJson(operation.response), refName)};`, '');
+    const responseType = operation.status === 204 ? 'void' : operation.binary ? 'Uint8Array' : toType(asJson(operation.response), refName);
+    out.push(`export type ${base}Response = ${responseType};`, '');
     metas.push(
       `  ${operation.operationId}: ${JSON.stringify({
         method: operation.method,
@@ -108,6 +109,7 @@ export function generate(): string {
         bodyParams: Object.keys(operation.body?.properties ?? {}),
         idempotent: operation.idempotency !== undefined,
         hasBody: operation.status !== 204,
+        ...(operation.binary ? { binary: true } : {}),
       })},`,
     );
     const names = operation.sdk.split('.');

@@ -1,7 +1,10 @@
 import type { Static } from 'typebox';
 import type { Ctx } from '../context.js';
 import type { Db } from '../db/driver.js';
-import { notFound } from '../errors.js';
+import { conflict, notFound } from '../errors.js';
+import type { BlobStore } from '../knowledge/blob-key.js';
+import { mediaBlobKey } from '../channels/media-download.js';
+import { BinaryBody } from '../operations/define.js';
 import type { Cursors } from '../platform/cursor.js';
 import { iso } from '../util/time.js';
 import { MESSAGE_TYPES } from '../events/types.js';
@@ -45,6 +48,7 @@ export class ConversationContentService {
   constructor(
     private readonly db: Db,
     private readonly cursors: Cursors,
+    private readonly blobs: BlobStore,
   ) {}
 
   async get({ tenantId }: Ctx, { conversationId }: Static<typeof ConversationParams>) {
@@ -69,4 +73,31 @@ export class ConversationContentService {
     if (!row) throw notFound('message');
     return { message: messageView(row, found.channelKind) };
   }
+
+  /**
+   * A message's media bytes (decisions 7.2): inbound media the download job stored, or an outbound attachment's
+   * copy. No media: 404; still downloading or failed: 409 with `media_pending` / `media_failed`.
+   */
+  async getMedia({ tenantId }: Ctx, { conversationId, messageId }: Static<typeof MessageParams>): Promise<BinaryBody> {
+    const found = await messageRepo.get(this.db, tenantId, conversationId, messageId);
+    if (!found) throw notFound('conversation');
+    const [row] = found.messages;
+    if (!row) throw notFound('message');
+    const { media } = row;
+    if (!media) throw notFound('media');
+    if (media.status === 'pending') throw conflict('the media is still being downloaded from the channel; try again shortly', { reason: 'media_pending' });
+    if (media.status === 'failed') {
+      throw conflict(`the media could not be downloaded from the channel (${media.reason ?? 'unknown'})`, { reason: 'media_failed', mediaReason: media.reason ?? 'unknown' });
+    }
+    const bytes = await this.blobs.get(mediaBlobKey(tenantId, messageId));
+    if (!bytes) throw conflict('the media bytes are no longer stored', { reason: 'media_failed', mediaReason: 'missing' });
+    return new BinaryBody(bytes, media.contentType, media.filename ?? `${messageId}${extensionOf(media.contentType)}`);
+  }
+}
+
+/** A file extension for a media type without a file name (WhatsApp images and voice notes have none). */
+function extensionOf(contentType: string): string {
+  const subtype = contentType.split(';')[0].split('/')[1]?.trim().toLowerCase() ?? '';
+  const known: Record<string, string> = { jpeg: '.jpg', png: '.png', webp: '.webp', gif: '.gif', mp4: '.mp4', ogg: '.ogg', mpeg: '.mp3', aac: '.aac', amr: '.amr', pdf: '.pdf', '3gpp': '.3gp' };
+  return known[subtype] ?? '';
 }

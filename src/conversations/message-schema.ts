@@ -73,7 +73,28 @@ export const MessageList = Type.Object(
 
 export const MessageResponse = Type.Object({ message: Ref(Message) }, { additionalProperties: false });
 
-export const ReplyBody = Type.Object({ text: Type.String({ minLength: 1, maxLength: MAX_REPLY_LENGTH }) }, Strict);
+export const ReplyBody = Type.Object(
+  {
+    text: Type.Optional(
+      Type.String({ minLength: 1, maxLength: MAX_REPLY_LENGTH, description: 'The message, or with assetSourceId its caption (at most 1024); limits count Unicode code points' }),
+    ),
+    assetSourceId: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 128, description: 'A knowledge asset to attach: active, validationStatus ready, and in an active folder or none (else 409 asset_not_eligible)' }),
+    ),
+    replyToMessageId: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'A message of this conversation this reply answers (shown quoted where the channel supports it)' })),
+  },
+  { ...Strict, description: 'At least one of text and assetSourceId' },
+);
+
+export const ReactionBody = Type.Object(
+  { emoji: Type.String({ maxLength: 32, description: 'Exactly one emoji (a ZWJ sequence, flag or skin-tone variant counts as one); empty removes the reaction' }) },
+  Strict,
+);
+
+export const ReactionAccepted = Type.Object(
+  { conversationId: Type.String(), messageId: Type.String({ description: 'The message reacted to' }), requestEventId: Type.String() },
+  { additionalProperties: false, description: 'Queued, not delivered: follow requestEventId with getMessageRequestStatus' },
+);
 
 export const ReplyAccepted = Type.Object(
   { conversationId: Type.String(), messageId: Type.String(), replyId: Type.String(), requestEventId: Type.String() },
@@ -81,3 +102,8 @@ export const ReplyAccepted = Type.Object(
 );
 
 export const messageSharedSchemas = [Message];
+
+export const TypingAccepted = Type.Object(
+  { conversationId: Type.String(), queued: Type.Literal(true) },
+  { additionalProperties: false, description: 'The typing indicator is queued for the channel' },
+);

@@ -94,7 +94,7 @@ export const conversationOperations = [
     method: 'POST',
     path: '/conversations/{conversationId}/read',
     summary: 'Mark a conversation read',
-    description: 'Zeroes the unread count of a conversation. Does not resolve needs-reply. Marking a read conversation again changes nothing (changed false).',
+    description: 'Zeroes the unread count of a conversation. Does not resolve needs-reply. Marking a read conversation again changes nothing (changed false). When it changes, the channel’s read receipt for the contact’s newest message is queued (WhatsApp status read, Messenger and Instagram mark_seen, webchat seen); a receipt the provider refuses never fails this call.',
     scopes: ['conversations:triage:write'],
     params: ConversationParams,
     status: 200,

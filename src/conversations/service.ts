@@ -1,3 +1,4 @@
+import { queueReceipt } from '../messaging/receipt-queue.js';
 import type { Clock } from '../clock.js';
 import type { Db, Queryable, Tx } from '../db/driver.js';
 import { DomainError, conflict, invalid, notFound } from '../errors.js';
@@ -131,6 +132,8 @@ export class ConversationService {
       if (changed) {
         await conversationRepo.markRead(tx, tenantId, conversationId, actor.id ?? actor.type, now);
         await recordActivity(tx, { tenantId, conversationId, kind: 'conversation.read', actor, data: { unreadCountBefore: conversation.unread_count }, now });
+        // The channel's read receipt for the newest inbound message (decisions 7.2): a job, so that it never fails this.
+        await queueReceipt(tx, now, tenantId, conversationId, false);
       }
       return {
         ok: true,

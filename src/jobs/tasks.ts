@@ -9,6 +9,8 @@ export interface Tasks {
   'reservations.pre_checkin': NoPayload;
   'knowledge.recrawl': NoPayload;
   'messaging.send': { requestEventId: string };
+  /** The channel's read receipt for the conversation's newest inbound message; with `typing`, the typing indicator. */
+  'messaging.receipt': { conversationId: string; typing: boolean };
   'knowledge.ingest': { sourceId: string };
   'knowledge.validate-asset': { sourceId: string };
   'knowledge.crawl': { crawlJobId: string };

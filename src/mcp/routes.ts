@@ -13,7 +13,7 @@ import { principalOf } from '../http/auth.js';
 import { Strict, StringEnum } from '../http/schemas.js';
 import { executeOperation, type ExecuteServices } from '../operations/execute.js';
 import type { CatalogueServices } from '../operations/catalogue.js';
-import { AREAS } from '../operations/define.js';
+import { AREAS, BinaryBody } from '../operations/define.js';
 import { IDEMPOTENCY_KEY_LENGTH, isIdempotencyKey } from '../platform/idempotency.js';
 import { JsonText } from '../platform/json-text.js';
 import { checkArguments } from './arguments.js';
@@ -46,6 +46,22 @@ function hiddenBecause(tool: Tool, filter: ToolFilter): { reason: string; messag
   }
   if (filter.readOnly && !tool.operation.readOnly) return { reason: 'tool_hidden_by_readonly', message: `tool ${tool.name} is hidden by readonly=true: it changes data` };
   return undefined;
+}
+
+/** Bytes a tool answers inline (base64) at most; larger ones are described, to be fetched over REST. */
+export const MCP_INLINE_BYTES = 1024 * 1024;
+
+/** Raw bytes as a tool's answer: what they are and, when small enough, the bytes in base64. */
+function binaryForTool({ bytes, contentType, filename }: BinaryBody) {
+  const inline = bytes.length <= MCP_INLINE_BYTES;
+  return {
+    contentType,
+    sizeBytes: bytes.length,
+    filename,
+    ...(inline
+      ? { contentBase64: bytes.toString('base64') }
+      : { note: `larger than ${MCP_INLINE_BYTES} bytes: not inlined; download it with the REST operation (same path, same key)` }),
+  };
 }
 
 /** A successful result: the REST body, guest-written text marked as untrusted (and a note saying so when any is). */
@@ -104,6 +120,7 @@ function mcpServer(services: McpServices, principal: Principal, requestId: strin
     try {
       const { input, idempotencyKey } = validateInput(tool, request.params.arguments ?? {});
       const result = await executeOperation(services, tool.operation, keyCtx(principal, requestId), input, idempotencyKey);
+      if (result.body instanceof BinaryBody) return successResult(JSON.stringify(binaryForTool(result.body)));
       return successResult(result.body instanceof JsonText ? result.body.text : tool.serialize(result.body));
     } catch (error) {
       if (error instanceof DomainError) return errorResult(requestId, error.code, error.message, error.details);

@@ -3,7 +3,7 @@ import fastJson from 'fast-json-stringify';
 import type { TObject } from 'typebox';
 import { buildAjv } from '../http/validation.js';
 import { OPERATIONS, toolName, type CatalogueServices } from '../operations/catalogue.js';
-import { AREAS, type Area, type Operation } from '../operations/define.js';
+import { AREAS, BinaryToolOutput, type Area, type Operation } from '../operations/define.js';
 import { dereference } from '../operations/shared-schemas.js';
 import { IDEMPOTENCY_KEY_LENGTH } from '../platform/idempotency.js';
 
@@ -60,7 +60,8 @@ function describe(operation: Operation): string {
 
 function buildTool(operation: Operation<CatalogueServices>, ajv: Ajv): Tool {
   const name = toolName(operation.operationId);
-  const output = operation.status === 204 ? undefined : dereference(operation.response);
+  // Raw bytes come back as their description, with the bytes in base64 when small (src/mcp/routes.ts).
+  const output = operation.status === 204 ? undefined : operation.binary ? dereference(BinaryToolOutput) : dereference(operation.response);
   const parts: Tool['parts'] = [];
   const named: Array<['params' | 'query' | 'body', TObject | undefined]> = [['params', operation.params], ['query', operation.query], ['body', operation.body]];
   for (const [partName, schema] of named) {

@@ -19,6 +19,11 @@ export interface OutboundMessage {
   locale: string | null;
   /** Left null: outbound_queue and conversation_replies read the channel's provider (decisions 7.1). */
   provider: string | null;
+  /** The message's type (decisions 7.2); media, the message answered and a reaction, when it has them. */
+  message_type: string;
+  media: { contentType: string; sizeBytes: number; filename: string; status: 'ready' } | null;
+  reply_to_message_id: string | null;
+  reaction: { emoji: string; targetMessageId: string } | null;
   job_task: 'messaging.send';
   job_payload: PayloadOf<'messaging.send'>;
   job_max_attempts: number;

@@ -4,13 +4,15 @@ import { isDatabaseUnavailable } from '../db/unavailable.js';
 import { LeaseLostError, type ClaimedJob, type JobContext, type JobRunner } from '../jobs/runner.js';
 import { GroupCommit } from '../util/group-commit.js';
 import { WEBHOOKS_CHANNEL, eventRecord } from '../webhooks/events.js';
-import { messageRequestRepo, type AcceptedOutcome, type AcceptedSend, type DispatchRow, type DispatchStart } from './repo.js';
+import { messageRequestRepo, type AcceptedOutcome, type AcceptedSend, type DispatchContent, type DispatchRow, type DispatchStart } from './repo.js';
+import type { BlobStore } from '../knowledge/blob-key.js';
+import { mediaBlobKey } from '../channels/media-download.js';
 import { SEND_TASK } from './outbound.js';
 import { moveStatus } from './status.js';
 import type { JobWorker } from '../jobs/worker.js';
 import { channelRepo } from '../channels/repo.js';
-import { ChannelSendError, type ChannelConnection, type OutboundRequest } from '../channels/providers/types.js';
-import { sendThrough, type ProviderRegistry } from './providers/registry.js';
+import { ChannelSendError, type ChannelConnection, type MediaKind, type OutboundRequest, type UploadResult } from '../channels/providers/types.js';
+import { sendThrough, uploadThrough, type ProviderRegistry } from './providers/registry.js';
 import { closeWindow } from './window.js';
 
 /** Dispatch starts, and accepted sends, written together at most, and groups of each written at once (docs/decisions.md, "Replies and sends in groups"). */
@@ -27,18 +29,45 @@ const SEND_GROUP = { maxGroup: 32, maxInFlight: 2, minBeside: 1 };
 export interface SendPipelineDeps {
   db: Db;
   providers: ProviderRegistry;
+  /** Where an attachment's bytes were copied when its reply was accepted. */
+  blobs: BlobStore;
   /** The channel's connection with its tokens opened (only here, in the job); undefined when it is incomplete. */
   openConnection: (row: DispatchRow) => ChannelConnection | undefined;
   counters?: WorkCounters;
 }
 
-/** The neutral request of a queued message: the start template with its body parameter, or plain text. */
-function outboundRequest(row: DispatchRow): OutboundRequest {
+/**
+ * The neutral request of a queued message (decisions 7.2): the start template with its body parameter, a reaction,
+ * an attachment (uploaded first, by `upload`), or text; an answer to a message carries that message's provider id.
+ */
+async function outboundRequest(row: DispatchRow, upload: (media: NonNullable<DispatchContent['media']>, kind: MediaKind) => Promise<string>): Promise<OutboundRequest> {
   const recipient = { ...(row.recipient_phone ? { phone: row.recipient_phone } : {}), ...(row.recipient_handle ? { handle: row.recipient_handle } : {}) };
-  return row.template_name
-    ? { kind: 'template', name: row.template_name, locale: row.locale ?? 'en_US', bodyParameters: [row.text], recipient }
-    : { kind: 'text', text: row.text, recipient };
+  if (row.template_name) return { kind: 'template', name: row.template_name, locale: row.locale ?? 'en_US', bodyParameters: [row.text], recipient };
+  const content = row.content;
+  const replyTo = content?.replyToProviderMessageId ? { replyToProviderMessageId: content.replyToProviderMessageId } : {};
+  if (content?.type === 'reaction' && content.reaction) {
+    if (!content.targetProviderMessageId) {
+      throw new ChannelSendError('target_not_on_channel', 'the message reacted to was never on the channel (no provider id), so the reaction cannot be sent', { retryable: false });
+    }
+    return { kind: 'reaction', targetProviderMessageId: content.targetProviderMessageId, emoji: content.reaction.emoji, recipient };
+  }
+  const mediaKind = MEDIA_KINDS.find((kind) => kind === content?.type);
+  if (mediaKind && content?.media) {
+    const providerMediaId = await upload(content.media, mediaKind);
+    return {
+      kind: 'media',
+      mediaKind,
+      providerMediaId,
+      ...(row.text !== '' ? { caption: row.text } : {}),
+      ...(content.media.filename ? { filename: content.media.filename } : {}),
+      ...replyTo,
+      recipient,
+    };
+  }
+  return { kind: 'text', text: row.text, ...replyTo, recipient };
 }
+
+const MEDIA_KINDS: readonly MediaKind[] = ['image', 'video', 'audio', 'document'];
 
 export function registerSendPipeline(runner: JobRunner, deps: SendPipelineDeps): JobWorker {
   const { db, providers } = deps;
@@ -64,17 +93,37 @@ export function registerSendPipeline(runner: JobRunner, deps: SendPipelineDeps):
         connection = undefined; // a token sealed with another key: the channel needs its connection again
       }
       if (!connection) throw new ChannelSendError('channel_not_connected', `the channel's ${row.channel_provider} connection is incomplete; set it with PATCH /tenants/{tenantId}/channels/{channelId}`, { retryable: false });
-      const accepted = await sendThrough(providers, outboundRequest(row), connection, ctx.signal);
-      if (!accepted.providerMessageId) throw new ChannelSendError('provider_bad_response', 'the provider accepted the message without an id', { retryable: false, mayHaveBeenSent: true });
+      const open = connection;
+      // An attachment is uploaded once: its provider media id is kept with the message, and a retried send reuses it.
+      const upload = async (media: NonNullable<DispatchContent['media']>, mediaKind: MediaKind): Promise<string> => {
+        if (media.providerMediaId) return media.providerMediaId;
+        const bytes = await deps.blobs.get(mediaBlobKey(tenantId, row.reply_id));
+        if (!bytes) throw new ChannelSendError('media_missing', 'the attachment\'s bytes are no longer stored', { retryable: false });
+        const file = { mediaKind, contentType: media.contentType, filename: media.filename ?? 'attachment', bytes };
+        let uploaded: UploadResult;
+        try {
+          uploaded = await uploadThrough(providers, file, open, ctx.signal);
+        } catch (error) {
+          // An upload sends nothing to the guest: whatever its answer, the send may be tried again.
+          if (error instanceof ChannelSendError && error.mayHaveBeenSent) throw new ChannelSendError(error.code, error.message, { retryable: error.retryable });
+          throw error;
+        }
+        await messageRequestRepo.noteUploaded(db, tenantId, row.reply_id, uploaded.providerMediaId);
+        return uploaded.providerMediaId;
+      };
+      const request = await outboundRequest(row, upload);
+      const accepted = await sendThrough(providers, request, connection, ctx.signal);
+      // A reaction may create no message at the provider (Messenger, Instagram): accepted is enough.
+      if (!accepted.providerMessageId && request.kind !== 'reaction') throw new ChannelSendError('provider_bad_response', 'the provider accepted the message without an id', { retryable: false, mayHaveBeenSent: true });
       const now = ctx.clock.now();
       const event = eventRecord(now, tenantId, 'message.delivery.updated', {
         requestEventId: row.id,
         status: 'sent',
         replyId: row.reply_id,
         conversationId: row.conversation_id,
-        providerMessageId: accepted.providerMessageId,
+        ...(accepted.providerMessageId ? { providerMessageId: accepted.providerMessageId } : {}),
       });
-      const providerMessageId = accepted.providerMessageId;
+      const providerMessageId = accepted.providerMessageId ?? null;
       const recorded = await acceptances.submit({
         tenantId,
         requestId: row.id,

@@ -35,16 +35,32 @@ export interface DispatchStart {
 }
 
 /**
- * A request about to be sent, with its channel's provider and connection (tokens still sealed) and the recipient's
- * page-scoped id (Messenger/Instagram address guests by the contact's handle, not by phone).
+ * What the send job sends besides the text (decisions 7.2), read from the outbound message: its type, its media
+ * (bytes under mediaBlobKey), and the provider's ids of the message it answers or reacts to (null when that
+ * message has none: a simulated one, or a send not accepted yet).
+  */
+export interface DispatchContent {
+  type: string;
+  media: { contentType: string; sizeBytes?: number; filename?: string; providerMediaId?: string } | null;
+  reaction: { emoji: string; targetMessageId: string } | null;
+  replyToProviderMessageId: string | null;
+  targetProviderMessageId: string | null;
+}
+
+/**
+ * A request about to be sent, with its channel's provider and connection (tokens still sealed), the recipient's
+ * page-scoped id (Messenger/Instagram address guests by the contact's handle, not by phone) and its content.
  */
-export type DispatchRow = MessageRequestRow & { channel_provider: ChannelRow['provider']; recipient_handle: string | null } & Pick<ChannelRow, 'connection' | 'connection_secret'>;
+export type DispatchRow = MessageRequestRow & { channel_provider: ChannelRow['provider']; recipient_handle: string | null } & Pick<ChannelRow, 'connection' | 'connection_secret'> & {
+  content: DispatchContent | null;
+};
 
 /** A send the provider accepted, as message_sends_accepted (src/messaging/sql/message_sends_accepted.sql) records it. */
 export interface AcceptedSend {
   tenantId: string;
   requestId: string;
-  providerMessageId: string;
+  /** Null when the provider creates no message for the request (a Messenger reaction). */
+  providerMessageId: string | null;
   at: Date;
   /** The send job's lease: the job succeeds only while this worker holds it. */
   jobId: number;
@@ -60,6 +76,11 @@ export interface AcceptedOutcome {
   outcome: 'sent' | 'unchanged' | 'missing' | 'lease_lost';
   deliveries: number;
 }
+
+/** The provider's id of message $ID of the same tenant: an inbound message's own, an outbound one's send's. */
+const PROVIDER_ID_OF = `SELECT COALESCE(t.provider_message_id, tr.provider_message_id) FROM messages t
+  LEFT JOIN message_requests tr ON tr.id = t.request_event_id AND tr.tenant_id = t.tenant_id
+  WHERE t.id = $ID AND t.tenant_id = m.tenant_id`;
 
 export const messageRequestRepo = {
   async get(db: Queryable, tenantId: string, id: string, lock = false): Promise<MessageRequestRow | undefined> {
@@ -141,7 +162,11 @@ export const messageRequestRepo = {
        RETURNING r.*, c.provider AS channel_provider, c.connection, c.connection_secret,
          CASE WHEN c.provider IN ('messenger', 'instagram') THEN
            (SELECT ct.handle FROM conversations cv JOIN contacts ct ON ct.id = cv.contact_id AND ct.tenant_id = cv.tenant_id
-            WHERE cv.id = r.conversation_id AND cv.tenant_id = r.tenant_id) END AS recipient_handle`,
+            WHERE cv.id = r.conversation_id AND cv.tenant_id = r.tenant_id) END AS recipient_handle,
+         (SELECT jsonb_build_object('type', m.type, 'media', m.media, 'reaction', m.reaction,
+                   'replyToProviderMessageId', (${PROVIDER_ID_OF.replace('$ID', 'm.reply_to_message_id')}),
+                   'targetProviderMessageId', (${PROVIDER_ID_OF.replace('$ID', "m.reaction ->> 'targetMessageId'")}))
+          FROM messages m WHERE m.id = r.reply_id AND m.tenant_id = r.tenant_id) AS content`,
       [requests.map((r) => r.tenantId), requests.map((r) => r.id), requests.map((r) => r.at)],
     );
     const byId = new Map(rows.map((row) => [`${row.tenant_id}/${row.id}`, row]));
@@ -151,6 +176,11 @@ export const messageRequestRepo = {
       byId.delete(key);
       return row;
     });
+  },
+
+  /** The provider's id of an outbound message's uploaded media, so that a retried send does not upload it again. */
+  async noteUploaded(db: Queryable, tenantId: string, messageId: string, providerMediaId: string): Promise<void> {
+    await db.query(`UPDATE messages SET media = media || jsonb_build_object('providerMediaId', $3::text) WHERE tenant_id = $1 AND id = $2`, [tenantId, messageId, providerMediaId]);
   },
 
   async noteUnknownOutcome(db: Queryable, tenantId: string, id: string, now: Date): Promise<void> {

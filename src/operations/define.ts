@@ -127,6 +127,35 @@ export interface OperationSpec<S, P extends TObject, Q extends TObject, B extend
 /** An admin handler's input: path parameters (but the tenant, which is `ctx.tenantId`), query and body merged. */
 export type AdminInput<P extends TObject, Q extends TObject, B extends TObject> = Omit<Static<P>, 'tenantId'> & Static<Q> & Static<B>;
 
+/**
+ * Raw bytes answered as they are (a media download), not JSON: REST sends them with their Content-Type,
+ * Content-Length and `Content-Disposition: attachment`; MCP answers a description with the bytes in base64 when
+ * they are small (src/mcp/routes.ts); the SDK method returns them as a Uint8Array. Declare the operation's
+ * response as `BinaryResponse`.
+ */
+export class BinaryBody {
+  constructor(
+    readonly bytes: Buffer,
+    readonly contentType: string,
+    readonly filename: string,
+  ) {}
+}
+
+/** The response schema of an operation that answers `BinaryBody`: bytes of the content's own type. */
+export const BinaryResponse = Type.Unsafe<BinaryBody>({ type: 'string', format: 'binary', description: 'The bytes, with their own Content-Type' });
+
+/** What an MCP tool answers for raw bytes: their description, and the bytes in base64 when small (src/mcp/routes.ts). */
+export const BinaryToolOutput = Type.Object(
+  {
+    contentType: Type.String(),
+    sizeBytes: Type.Integer({ minimum: 0 }),
+    filename: Type.String(),
+    contentBase64: Type.Optional(Type.String({ description: 'The bytes, when at most 1 MiB' })),
+    note: Type.Optional(Type.String({ description: 'Why the bytes are not inlined, and where to get them' })),
+  },
+  { additionalProperties: false },
+);
+
 /** A result answered with a status other than the operation's default one (a sync that created: 201). */
 export class WithStatus<T> {
   constructor(
@@ -185,6 +214,8 @@ export interface Operation<S = never> extends OperationIdentity, DeclaredOperati
   destructive: boolean;
   idempotent: boolean;
   openWorld: boolean;
+  /** Answers raw bytes (`BinaryBody`), not JSON. */
+  binary: boolean;
 }
 
 /** An admin operation as the admin routes and the admin document see it. */
@@ -261,6 +292,7 @@ export function defineOperation<S, P extends TObject, Q extends TObject, B exten
     destructive: spec.hints?.destructive ?? spec.method === 'DELETE',
     idempotent: spec.hints?.idempotent ?? (readOnly || spec.method === 'PUT' || spec.method === 'DELETE'),
     openWorld: spec.hints?.openWorld ?? false,
+    binary: Object.is(spec.response, BinaryResponse),
     // The surfaces validate `input` against params, query and body before calling run (Ajv, the same schemas).
     run: (services, ctx, input) => handler(services, ctx, input as InputOf<P, Q, B, I>),
   };

@@ -114,10 +114,24 @@ export function publicDocument(document: object, operations: readonly Operation[
     entry.description = `${operation.description}\n\n${operationNotes(operation)}`;
     setJsonExample(entry.requestBody, operation.examples.request);
     const responses = entry.responses;
-    if (isObject(responses)) setJsonExample(responses[String(operation.status)], operation.examples.response);
+    if (isObject(responses) && operation.binary) responses[String(operation.status)] = binaryResponse();
+    else if (isObject(responses)) setJsonExample(responses[String(operation.status)], operation.examples.response);
     documentErrors(entry, operation);
   }
   return out;
+}
+
+/** The success answer of an operation that answers raw bytes (a media download). */
+function binaryResponse(): Json {
+  return {
+    description: 'The bytes, with their own Content-Type',
+    headers: {
+      'Content-Type': { description: 'The media type of the bytes (e.g. image/jpeg)', schema: { type: 'string' } },
+      'Content-Length': { description: 'Their size in bytes', schema: { type: 'integer' } },
+      'Content-Disposition': { description: 'attachment, with the file name when one is known', schema: { type: 'string' } },
+    },
+    content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
+  };
 }
 
 const COMPONENT_REF = '#/components/schemas/';

@@ -8,7 +8,7 @@ import { errorResponses } from '../http/schemas.js';
 import { buildAjv } from '../http/validation.js';
 import { IDEMPOTENCY_KEY_LENGTH } from '../platform/idempotency.js';
 import { JsonText } from '../platform/json-text.js';
-import { WithStatus, type AdminOperation, type CatalogueOperation, type Operation } from './define.js';
+import { BinaryBody, WithStatus, type AdminOperation, type CatalogueOperation, type Operation } from './define.js';
 import { executeOperation, type ExecuteServices } from './execute.js';
 import { dereference } from './shared-schemas.js';
 
@@ -116,9 +116,20 @@ function publicHandler<S>(services: S & RouteServices, operation: Operation<S>):
     if (operation.status === 204) return reply.status(204).send(null);
     const status = result.status ?? operation.status;
     // The same bytes and content-type as the schema's serializer would give (Fastify sends a string as it is).
+    if (result.body instanceof BinaryBody) {
+      const { bytes, contentType, filename } = result.body;
+      return reply.status(status).headers({ 'content-type': contentType, 'content-length': String(bytes.length), 'content-disposition': attachment(filename) }).send(bytes);
+    }
     if (result.body instanceof JsonText) return reply.status(status).type('application/json; charset=utf-8').send(result.body.text);
     return reply.status(status).send(result.body);
   };
+}
+
+/** `attachment` with the file's name: ASCII as `filename`, the name itself as RFC 5987 `filename*` (RFC 6266). */
+export function attachment(filename: string): string {
+  const ascii = filename.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
+  const encoded = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`;
 }
 
 /** An admin operation: the admin (authenticated by the prefix's hook) acts for the path's tenant, which must exist. */

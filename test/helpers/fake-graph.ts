@@ -32,6 +32,8 @@ export interface Injected {
   message?: string;
   /** Answer these bytes instead of an envelope (e.g. a 200 with an unusable body). */
   rawBody?: string;
+  /** Only for calls to this edge (`messages`, `media`); any call when absent. */
+  edge?: string;
 }
 
 export interface FakeTemplate {
@@ -247,7 +249,11 @@ export async function startFakeGraph(options: FakeGraphOptions = {}) {
     const match = /^\/(v[0-9]+\.[0-9]+)\/([^/]+)(?:\/([a-z_]+))?$/.exec(url.pathname);
     if (!match) return metaError(400, 2500, 'Unknown path components');
     if (options.apiVersion && match[1] !== options.apiVersion) return metaError(400, 2635, `You are calling a deprecated version of the Graph API (${match[1]})`);
-    const next = injected.shift();
+    const json = (req.headers['content-type'] ?? '').startsWith('application/json') ? parseJson(raw) : undefined;
+    if (json !== undefined) record.json = json;
+    // The first injected failure meant for this edge (or for any call).
+    const at = injected.findIndex((failure) => failure.edge === undefined || failure.edge === (match[3] ?? ''));
+    const next = at >= 0 ? injected.splice(at, 1)[0] : undefined;
     if (next) {
       if (next.rawBody !== undefined) return { status: next.status, body: next.rawBody };
       return metaError(next.status, next.code ?? 1, next.message ?? 'Injected failure', next.subcode);
@@ -255,8 +261,6 @@ export async function startFakeGraph(options: FakeGraphOptions = {}) {
     const [, , id, edge] = match;
     const token = tokenOf(req, url);
     if (!token) return metaError(400, 2500, 'An active access token must be used to query information about the current user.');
-    const json = (req.headers['content-type'] ?? '').startsWith('application/json') ? parseJson(raw) : undefined;
-    if (json !== undefined) record.json = json;
 
     const number = whatsapp.get(id);
     if (number) {

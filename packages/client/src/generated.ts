@@ -633,9 +633,21 @@ export type GetConversationMessageResponse = {
   message: Message;
 };
 
+export type GetMessageMediaInput = {
+  conversationId: string;
+  messageId: string;
+};
+
+export type GetMessageMediaResponse = Uint8Array;
+
 export type ReplyToConversationInput = {
   conversationId: string;
-  text: string;
+  /** The message, or with assetSourceId its caption (at most 1024); limits count Unicode code points */
+  text?: string;
+  /** A knowledge asset to attach: active, validationStatus ready, and in an active folder or none (else 409 asset_not_eligible) */
+  assetSourceId?: string;
+  /** A message of this conversation this reply answers (shown quoted where the channel supports it) */
+  replyToMessageId?: string;
 };
 
 export type ReplyToConversationResponse = {
@@ -643,6 +655,29 @@ export type ReplyToConversationResponse = {
   messageId: string;
   replyId: string;
   requestEventId: string;
+};
+
+export type ReactToMessageInput = {
+  conversationId: string;
+  messageId: string;
+  /** Exactly one emoji (a ZWJ sequence, flag or skin-tone variant counts as one); empty removes the reaction */
+  emoji: string;
+};
+
+export type ReactToMessageResponse = {
+  conversationId: string;
+  /** The message reacted to */
+  messageId: string;
+  requestEventId: string;
+};
+
+export type SendTypingIndicatorInput = {
+  conversationId: string;
+};
+
+export type SendTypingIndicatorResponse = {
+  conversationId: string;
+  queued: true;
 };
 
 export type GetHandoffInput = {
@@ -1441,7 +1476,10 @@ export const OPERATIONS = {
   getConversation: {"method":"GET","path":"/conversations/{conversationId}","pathParams":["conversationId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
   listConversationMessages: {"method":"GET","path":"/conversations/{conversationId}/messages","pathParams":["conversationId"],"queryParams":["limit","cursor","direction"],"bodyParams":[],"idempotent":false,"hasBody":true},
   getConversationMessage: {"method":"GET","path":"/conversations/{conversationId}/messages/{messageId}","pathParams":["conversationId","messageId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
-  replyToConversation: {"method":"POST","path":"/conversations/{conversationId}/messages","pathParams":["conversationId"],"queryParams":[],"bodyParams":["text"],"idempotent":true,"hasBody":true},
+  getMessageMedia: {"method":"GET","path":"/conversations/{conversationId}/messages/{messageId}/media","pathParams":["conversationId","messageId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true,"binary":true},
+  replyToConversation: {"method":"POST","path":"/conversations/{conversationId}/messages","pathParams":["conversationId"],"queryParams":[],"bodyParams":["text","assetSourceId","replyToMessageId"],"idempotent":true,"hasBody":true},
+  reactToMessage: {"method":"POST","path":"/conversations/{conversationId}/messages/{messageId}/reactions","pathParams":["conversationId","messageId"],"queryParams":[],"bodyParams":["emoji"],"idempotent":true,"hasBody":true},
+  sendTypingIndicator: {"method":"POST","path":"/conversations/{conversationId}/typing","pathParams":["conversationId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
   getHandoff: {"method":"GET","path":"/conversations/{conversationId}/handoff","pathParams":["conversationId"],"queryParams":[],"bodyParams":[],"idempotent":false,"hasBody":true},
   resolveHandoff: {"method":"POST","path":"/conversations/{conversationId}/handoff/resolve","pathParams":["conversationId"],"queryParams":[],"bodyParams":["resolutionNote"],"idempotent":false,"hasBody":true},
   getWhatsappTemplateStatus: {"method":"GET","path":"/conversations/start/whatsapp-template-status","pathParams":[],"queryParams":["channelId"],"bodyParams":[],"idempotent":false,"hasBody":true},
@@ -1774,14 +1812,36 @@ export class ConversationsMessagesResource {
   }
 
   /**
-   * Reply with a plain-text message
+   * Download a message's media
    *
-   * Queues a plain-text reply in the conversation (202: queued, not delivered; follow requestEventId with getMessageRequestStatus or message.delivery.updated). Emits message.created with direction outbound, so an automatic replier that acts only on inbound events never answers itself. WhatsApp, Messenger and Instagram allow it only within 24 hours of the contact's last message (409 outside_customer_service_window); an opted-out contact is 409. Use a stable Idempotency-Key (for an automatic reply, the eventId of the inbound message.created).
+   * The bytes of a message's image, audio, video, document or sticker, with their Content-Type, Content-Length and Content-Disposition: attachment. Inbound media is downloaded from the channel by a job after the message arrives: until then 409 media_pending; a download that failed (too large, wrong type, gone) is 409 media_failed with details.mediaReason. A message without media is 404. Over MCP the tool answers {contentType, sizeBytes, filename} with contentBase64 up to 1 MiB, and a note to use REST beyond.
+   *
+   * `GET /conversations/{conversationId}/messages/{messageId}/media` · scopes: conversations:read
+   */
+  media(input: GetMessageMediaInput, options?: CallOptions): Promise<GetMessageMediaResponse> {
+    return callOperation<GetMessageMediaResponse>(this.config, OPERATIONS.getMessageMedia, input, options);
+  }
+
+  /**
+   * Reply with text, an attachment, or both
+   *
+   * Queues a reply in the conversation: text, a knowledge asset as an attachment (assetSourceId; text is then its caption, at most 1024 characters), or both, optionally answering one of its messages (replyToMessageId). The asset must be active, validated (validationStatus ready) and in an active folder or none (409 asset_not_eligible); its bytes are kept with the reply, so deleting the asset later does not stop it (202: queued, not delivered; follow requestEventId with getMessageRequestStatus or message.delivery.updated). Emits message.created with direction outbound, so an automatic replier that acts only on inbound events never answers itself. WhatsApp, Messenger and Instagram allow it only within 24 hours of the contact's last message (409 outside_customer_service_window); an opted-out contact is 409. Use a stable Idempotency-Key (for an automatic reply, the eventId of the inbound message.created).
    *
    * `POST /conversations/{conversationId}/messages` · scopes: conversations:write · sends an Idempotency-Key (generated unless options.idempotencyKey is given)
    */
   reply(input: ReplyToConversationInput, options?: CallOptions): Promise<ReplyToConversationResponse> {
     return callOperation<ReplyToConversationResponse>(this.config, OPERATIONS.replyToConversation, input, options);
+  }
+
+  /**
+   * React to a message with an emoji, or remove the reaction
+   *
+   * Queues a reaction to a message of the conversation: exactly one emoji (a ZWJ sequence, flag or skin-tone variant counts as one), or an empty emoji to remove the reaction (202: queued; follow requestEventId with getMessageRequestStatus). Same rules as a reply: WhatsApp, Messenger and Instagram only within 24 hours of the contact's last message (409 outside_customer_service_window); an opted-out contact is 409. Only messages that went through the channel can be reacted to: a reaction to one that did not fails its send with target_not_on_channel.
+   *
+   * `POST /conversations/{conversationId}/messages/{messageId}/reactions` · scopes: conversations:write · sends an Idempotency-Key (generated unless options.idempotencyKey is given)
+   */
+  react(input: ReactToMessageInput, options?: CallOptions): Promise<ReactToMessageResponse> {
+    return callOperation<ReactToMessageResponse>(this.config, OPERATIONS.reactToMessage, input, options);
   }
 }
 
@@ -1864,7 +1924,7 @@ export class ConversationsResource {
   /**
    * Mark a conversation read
    *
-   * Zeroes the unread count of a conversation. Does not resolve needs-reply. Marking a read conversation again changes nothing (changed false).
+   * Zeroes the unread count of a conversation. Does not resolve needs-reply. Marking a read conversation again changes nothing (changed false). When it changes, the channel’s read receipt for the contact’s newest message is queued (WhatsApp status read, Messenger and Instagram mark_seen, webchat seen); a receipt the provider refuses never fails this call.
    *
    * `POST /conversations/{conversationId}/read` · scopes: conversations:triage:write
    */
@@ -1892,6 +1952,17 @@ export class ConversationsResource {
    */
   get(input: GetConversationInput, options?: CallOptions): Promise<GetConversationResponse> {
     return callOperation<GetConversationResponse>(this.config, OPERATIONS.getConversation, input, options);
+  }
+
+  /**
+   * Show the typing indicator to the contact
+   *
+   * Queues the channel's typing indicator (202): WhatsApp shows it together with the read receipt of the contact's newest message, Messenger and Instagram typing_on, webchat its indicator. It lasts until the next message or a few seconds. Same rules as a reply: WhatsApp, Messenger and Instagram only within 24 hours of the contact's last message (409 outside_customer_service_window). A provider that fails it never fails this call.
+   *
+   * `POST /conversations/{conversationId}/typing` · scopes: conversations:write
+   */
+  typing(input: SendTypingIndicatorInput, options?: CallOptions): Promise<SendTypingIndicatorResponse> {
+    return callOperation<SendTypingIndicatorResponse>(this.config, OPERATIONS.sendTypingIndicator, input, options);
   }
 
   /**

@@ -12,6 +12,8 @@ export interface OperationMeta {
   idempotent: boolean;
   /** The operation answers with a body (not 204). */
   hasBody: boolean;
+  /** The body is raw bytes (a media download): the method returns a Uint8Array. */
+  binary?: boolean;
 }
 
 function queryValue(value: unknown): QueryValue {
@@ -35,7 +37,7 @@ export async function callOperation<T>(config: ResolvedClientConfig, meta: Opera
     body = {};
     for (const name of meta.bodyParams) if (values.get(name) !== undefined) body[name] = values.get(name);
   }
-  return request<T>(config, { ...options, method: meta.method, path, query, body, idempotent: meta.idempotent });
+  return request<T>(config, { ...options, method: meta.method, path, query, body, idempotent: meta.idempotent, ...(meta.binary ? { responseType: 'bytes' as const } : {}) });
 }
 
 /** A page of a list operation: its items, and where the next page starts. */

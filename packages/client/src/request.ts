@@ -81,6 +81,8 @@ export interface RequestOptions extends CallOptions {
    * 5xx / network errors / timeouts. Non-POST methods are treated as idempotent already.
    */
   idempotent?: boolean;
+  /** `bytes`: the success body is raw bytes (a media download), returned as a Uint8Array instead of parsed JSON. */
+  responseType?: 'json' | 'bytes';
 }
 
 const DEFAULTS = {
@@ -297,7 +299,7 @@ function toApiError(status: number, text: string, headers: Headers): ApiError {
 }
 
 type Attempt =
-  | { kind: 'response'; status: number; headers: Headers; text: string }
+  | { kind: 'response'; status: number; headers: Headers; text: string; bytes?: Uint8Array }
   | { kind: 'error'; error: ApiConnectionError };
 
 /**
@@ -337,9 +339,10 @@ export async function request<T>(config: ResolvedClientConfig, options: RequestO
   if (idempotencyKey !== undefined) headers['Idempotency-Key'] = idempotencyKey;
 
   for (let attempt = 0; ; attempt++) {
-    const result = await attemptOnce(config, method, url, headers, body, timeoutMs, userSignal);
+    const result = await attemptOnce(config, method, url, headers, body, timeoutMs, userSignal, options.responseType === 'bytes');
 
     if (result.kind === 'response' && result.status >= 200 && result.status < 300) {
+      if (options.responseType === 'bytes') return (result.bytes ?? new Uint8Array()) as T;
       if (result.text === '') return undefined as T;
       try {
         return JSON.parse(result.text) as T;
@@ -384,6 +387,7 @@ async function attemptOnce(
   body: string | undefined,
   timeoutMs: number,
   userSignal: AbortSignal | undefined,
+  bytes = false,
 ): Promise<Attempt> {
   if (userSignal?.aborted) throw userSignal.reason;
   const timeoutSignal = AbortSignal.timeout(timeoutMs);
@@ -393,6 +397,9 @@ async function attemptOnce(
     // key is never replayed to another location).
     const res = await config.fetch(url, { method, headers, body, signal, redirect: 'manual' });
     // The body read is covered by the same signal, so a stalled body also times out.
+    if (bytes && res.status >= 200 && res.status < 300) {
+      return { kind: 'response', status: res.status, headers: res.headers, text: '', bytes: new Uint8Array(await res.arrayBuffer()) };
+    }
     const text = await res.text();
     return { kind: 'response', status: res.status, headers: res.headers, text };
   } catch (cause) {

@@ -1,4 +1,4 @@
-import { ChannelSendError, type ChannelConnection, type ChannelProvider, type OutboundRequest, type SendResult } from '../../channels/providers/types.js';
+import { ChannelSendError, type ChannelConnection, type ChannelProvider, type OutboundRequest, type SendResult, type UploadFile, type UploadResult } from '../../channels/providers/types.js';
 
 /** One sending half per provider (DESIGN.md habit 20); each serves every channel of its provider. */
 export interface ProviderRegistry {
@@ -26,5 +26,32 @@ export function sendThrough(registry: ProviderRegistry, request: OutboundRequest
       return (registry.instagram ?? missing(connection.provider)).send(request, connection, signal);
     case 'webchat':
       return (registry.webchat ?? missing(connection.provider)).send(request, connection, signal);
+  }
+}
+
+/** Uploads a file through the provider of `connection`, for a later `media` request; refused when that provider takes no uploads. */
+export function uploadThrough(registry: ProviderRegistry, file: UploadFile, connection: ChannelConnection, signal: AbortSignal): Promise<UploadResult> {
+  const refuse = (): never => {
+    throw new ChannelSendError('media_not_supported', `this server cannot send attachments through ${connection.provider}`, { retryable: false });
+  };
+  switch (connection.provider) {
+    case 'sandbox':
+      return registry.sandbox.upload ? registry.sandbox.upload(file, connection, signal) : refuse();
+    case 'whatsapp_cloud': {
+      const provider = registry.whatsapp_cloud ?? missing(connection.provider);
+      return provider.upload ? provider.upload(file, connection, signal) : refuse();
+    }
+    case 'messenger': {
+      const provider = registry.messenger ?? missing(connection.provider);
+      return provider.upload ? provider.upload(file, connection, signal) : refuse();
+    }
+    case 'instagram': {
+      const provider = registry.instagram ?? missing(connection.provider);
+      return provider.upload ? provider.upload(file, connection, signal) : refuse();
+    }
+    case 'webchat': {
+      const provider = registry.webchat ?? missing(connection.provider);
+      return provider.upload ? provider.upload(file, connection, signal) : refuse();
+    }
   }
 }

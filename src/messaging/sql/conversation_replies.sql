@@ -80,8 +80,10 @@ BEGIN
   IF cardinality(written) = 0 THEN RETURN; END IF;
 
   -- outbound_queue's writes, for every written reply at once.
-  INSERT INTO messages (id, tenant_id, conversation_id, direction, text, request_event_id, created_at)
-  SELECT (c.m).message_id, (c.m).tenant_id, (c.m).conversation_id, 'outbound', (c.m).text, (c.m).request_id, (c.m).at
+  -- The message's kind (decisions 7.2): text unless the reply carries an attachment or is a reaction.
+  INSERT INTO messages (id, tenant_id, conversation_id, direction, text, request_event_id, created_at, type, media, reply_to_message_id, reaction)
+  SELECT (c.m).message_id, (c.m).tenant_id, (c.m).conversation_id, 'outbound', (c.m).text, (c.m).request_id, (c.m).at,
+         COALESCE((c.m).message_type, 'text'), (c.m).media, (c.m).reply_to_message_id, (c.m).reaction
   FROM unnest(claims) c WHERE c.n = ANY (written) ORDER BY c.n;
   UPDATE conversations cv SET last_message_at = l.at, last_message_preview = l.preview, updated_at = l.at
   FROM (SELECT DISTINCT ON ((c.m).conversation_id) (c.m).conversation_id, (c.m).tenant_id, (c.m).at, (c.m).preview

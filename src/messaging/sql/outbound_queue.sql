@@ -6,8 +6,9 @@
 CREATE OR REPLACE FUNCTION outbound_queue(m outbound_message, OUT job_id bigint, OUT deliveries integer)
 LANGUAGE plpgsql AS $$
 BEGIN
-  INSERT INTO messages (id, tenant_id, conversation_id, direction, text, request_event_id, created_at, type)
-  VALUES (m.message_id, m.tenant_id, m.conversation_id, 'outbound', m.text, m.request_id, m.at, CASE WHEN m.template_name IS NULL THEN 'text' ELSE 'template' END);
+  INSERT INTO messages (id, tenant_id, conversation_id, direction, text, request_event_id, created_at, type, media, reply_to_message_id, reaction)
+  VALUES (m.message_id, m.tenant_id, m.conversation_id, 'outbound', m.text, m.request_id, m.at,
+          COALESCE(m.message_type, CASE WHEN m.template_name IS NULL THEN 'text' ELSE 'template' END), m.media, m.reply_to_message_id, m.reaction);
   UPDATE conversations SET last_message_at = m.at, last_message_preview = m.preview, updated_at = m.at
   WHERE id = m.conversation_id AND tenant_id = m.tenant_id;
   INSERT INTO message_requests (id, tenant_id, conversation_id, reply_id, channel_id, channel_kind, recipient_phone, template_name, locale, text,
