@@ -15,6 +15,7 @@ import { WebhookDispatcher } from './webhooks/deliver.js';
 import { registerSendPipeline } from './messaging/pipeline.js';
 import { registerAutomation } from './crm/automation.js';
 import { registerPreCheckin } from './reservations/schedule.js';
+import { WebchatProvider } from './channels/webchat/provider.js';
 import { SandboxProvider } from './messaging/providers/sandbox.js';
 import type { ProviderRegistry } from './messaging/providers/registry.js';
 import { WhatsAppCloudProvider } from './channels/providers/meta/whatsapp.js';
@@ -113,7 +114,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   if (adopted > 0) log.warn({ channels: adopted }, 'CHANNEL_PROVIDER=whatsapp: WhatsApp channels of the earlier release are now whatsapp_cloud channels; set their wabaId with PATCH and remove CHANNEL_PROVIDER');
   const graph = new GraphClient({ baseUrl: config.meta.graphBaseUrl, apiVersion: config.meta.graphApiVersion, timeoutMs: config.sendTimeoutMs });
   const whatsapp = new WhatsAppCloudProvider(graph);
-  const providers: ProviderRegistry = { sandbox: new SandboxProvider(), whatsapp_cloud: whatsapp };
+  const providers: ProviderRegistry = { sandbox: new SandboxProvider(), whatsapp_cloud: whatsapp, webchat: new WebchatProvider(db, clock) };
   const openChannel = (row: Pick<ChannelRow, 'provider' | 'connection' | 'connection_secret'>) => providerConnection(row, keyring.encryptionKey, config.meta.systemUserToken);
   const knowledgeFetcher = new GuardedFetcher({
     allowPrivate: config.allowPrivateDestinations,

@@ -1,3 +1,4 @@
+import { WebchatService } from './channels/webchat/service.js';
 import type { Logger } from 'pino';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
@@ -61,6 +62,7 @@ export interface Services {
   knowledgeAssets: AssetService;
   knowledgeSources: KnowledgeSourceService;
   crawls: CrawlService;
+  webchat: WebchatService;
 }
 
 export function createServices(deps: { config: Config; db: Db; clock: Clock; keyring: Keyring; log: Logger; resolver?: Resolver }): Services {
@@ -97,5 +99,6 @@ export function createServices(deps: { config: Config; db: Db; clock: Clock; key
     knowledgeAssets: new AssetService(db, clock, blobs, keyring.signingKey, cursors),
     knowledgeSources: new KnowledgeSourceService(db, clock, blobs),
     crawls: new CrawlService(db, clock, config.allowPrivateDestinations),
+    webchat: new WebchatService(db, clock, keyring.signingKey, config.webchatRateLimitPerMinute),
   };
 }

@@ -35,7 +35,10 @@ export interface DispatchStart {
 }
 
 /** A request about to be sent, with its channel's provider and connection (tokens still sealed). */
-export type DispatchRow = MessageRequestRow & { channel_provider: ChannelRow['provider'] } & Pick<ChannelRow, 'connection' | 'connection_secret'>;
+export type DispatchRow = MessageRequestRow & { channel_provider: ChannelRow['provider'] } & Pick<ChannelRow, 'connection' | 'connection_secret'> & {
+  /** The contact's handle (page-scoped id, webchat visitor id), read when the request has no phone. */
+  recipient_handle: string | null;
+};
 
 /** A send the provider accepted, as message_sends_accepted (src/messaging/sql/message_sends_accepted.sql) records it. */
 export interface AcceptedSend {
@@ -95,7 +98,9 @@ export const messageRequestRepo = {
        FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS d(tenant_id, id, at), channels c
        WHERE r.tenant_id = d.tenant_id AND r.id = d.id AND r.status = 'queued' AND r.provider_message_id IS NULL AND r.dispatching_at IS NULL
          AND c.id = r.channel_id AND c.tenant_id = r.tenant_id
-       RETURNING r.*, c.provider AS channel_provider, c.connection, c.connection_secret`,
+       RETURNING r.*, c.provider AS channel_provider, c.connection, c.connection_secret,
+         CASE WHEN r.recipient_phone IS NULL THEN (SELECT ct.handle FROM conversations cv JOIN contacts ct ON ct.id = cv.contact_id AND ct.tenant_id = cv.tenant_id
+                                                   WHERE cv.id = r.conversation_id AND cv.tenant_id = r.tenant_id) END AS recipient_handle`,
       [requests.map((r) => r.tenantId), requests.map((r) => r.id), requests.map((r) => r.at)],
     );
     const byId = new Map(rows.map((row) => [`${row.tenant_id}/${row.id}`, row]));
