@@ -23,7 +23,7 @@ export class WebchatProvider implements ChannelProvider<'webchat'> {
     private readonly clock: Clock,
   ) {}
 
-  async send(request: OutboundRequest, connection: WebchatConnection): Promise<SendResult> {
+  async send(request: OutboundRequest, connection: WebchatConnection, _signal?: AbortSignal): Promise<SendResult> {
     const visitorId = request.recipient.handle;
     if (!visitorId) throw new ChannelSendError('webchat_no_visitor', 'the conversation has no webchat visitor to send to', { retryable: false });
     const now = this.clock.now();
@@ -87,7 +87,7 @@ export class WebchatProvider implements ChannelProvider<'webchat'> {
   }
 
   /** Keeps the file for the widget to fetch; the id is sent by a later `media` request. */
-  async upload(file: UploadFile, connection: WebchatConnection): Promise<UploadResult> {
+  async upload(file: UploadFile, connection: WebchatConnection, _signal?: AbortSignal): Promise<UploadResult> {
     const id = newId('wcf', 24);
     await webchatRepo.insertMedia(this.db, { id, widgetId: connection.widgetId, contentType: file.contentType, filename: file.filename, bytes: file.bytes, now: this.clock.now() });
     return { providerMediaId: id };
