@@ -65,7 +65,7 @@ export const WIDGET_JS = String.raw`(function () {
     '.send { min-width: 64px; border: 0; border-radius: 10px; background: #0b5394; color: #fff; font-size: 15px; font-weight: 600; cursor: pointer; }',
     '.send:disabled { background: #5d6b78; }',
     '.error { color: #a4000f; }',
-    '@media (max-width: 480px) { .panel { right: 0; bottom: 0; width: 100vw; height: 100%; border-radius: 0; } .launcher { right: 16px; bottom: 16px; } }'
+    '@media (max-width: 480px) { .panel { right: 0; bottom: 0; width: 100vw; height: 100%; border-radius: 0; } .launcher { right: 16px; bottom: 16px; } .launcher[aria-expanded="true"] { display: none; } }'
   ].join('\n');
   root.appendChild(style);
 
@@ -113,14 +113,13 @@ export const WIDGET_JS = String.raw`(function () {
     }
     if (message.text) bubble.appendChild(document.createTextNode(message.text));
     seen[message.messageId] = bubble;
-    var marker = log.querySelector('.seen');
     log.appendChild(bubble);
     if (message.direction === 'inbound') {
       lastOwnId = message.messageId;
+      var marker = log.querySelector('.seen');
       if (marker) marker.remove();
     } else {
       hideTyping();
-      if (marker) log.appendChild(marker);
     }
     scrollDown();
   }
@@ -140,7 +139,9 @@ export const WIDGET_JS = String.raw`(function () {
   function showSeen() {
     var old = log.querySelector('.seen');
     if (old) old.remove();
-    if (lastOwnId) { log.appendChild(el('div', { class: 'seen' }, 'Seen')); scrollDown(); }
+    // "Seen" sits under the guest's newest message.
+    var own = lastOwnId && seen[lastOwnId];
+    if (own) { own.after(el('div', { class: 'seen' }, 'Seen')); scrollDown(); }
   }
   function showReaction(data) {
     var bubble = seen[data.messageId];
