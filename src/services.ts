@@ -99,6 +99,6 @@ export function createServices(deps: { config: Config; db: Db; clock: Clock; key
     knowledgeAssets: new AssetService(db, clock, blobs, keyring.signingKey, cursors),
     knowledgeSources: new KnowledgeSourceService(db, clock, blobs),
     crawls: new CrawlService(db, clock, config.allowPrivateDestinations),
-    webchat: new WebchatService(db, clock, keyring.signingKey, config.webchatRateLimitPerMinute),
+    webchat: new WebchatService(db, clock, keyring.signingKey, config.webchatRateLimitPerMinute, (error) => log.warn({ err: error }, 'webchat streams: reading new events failed; will retry')),
   };
 }

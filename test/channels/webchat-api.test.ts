@@ -255,3 +255,51 @@ describe('the stream', () => {
     await live.close();
   });
 });
+
+describe('streams across nodes and late commits', { skip: !process.env.DATABASE_URL && 'needs two nodes on one PostgreSQL database' }, () => {
+  test('a message written through one node reaches a stream open on another', async () => {
+    const nodeB = await startTestApp({ sameDatabaseAs: app });
+    try {
+      await nodeB.runtime.app.listen({ port: 0, host: '127.0.0.1' });
+      const baseB = `http://127.0.0.1:${(nodeB.runtime.app.server.address() as AddressInfo).port}/webchat/v1`;
+      const world = await webchatWorld(app);
+      const visitor = await newVisitor(app, world.widgetId);
+      const onB = await SseReader.open(`${baseB}/stream?sessionToken=${encodeURIComponent(visitor.sessionToken)}`, { origin: SITE });
+      assert.equal(onB.status, 200);
+      await say(app, visitor.sessionToken, 'written on node A');
+      assert.equal((await onB.next()).data.text, 'written on node A');
+      await onB.close();
+    } finally {
+      await nodeB.close();
+    }
+  });
+
+  test('an event that commits after a later id of another visitor still wakes its stream', async () => {
+    const world = await webchatWorld(app);
+    const late = await newVisitor(app, world.widgetId);
+    const early = await newVisitor(app, world.widgetId);
+    const lateStream = await stream(late.sessionToken);
+    const earlyStream = await stream(early.sessionToken);
+    const db = app.runtime.services.db;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let inserted!: () => void;
+    const insertedYet = new Promise<void>((resolve) => (inserted = resolve));
+    // Takes an id, then holds its transaction open while another visitor's event (a higher id) commits.
+    const slow = db.transaction(async (tx) => {
+      await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('webchat|' || $1, 0))`, [late.visitorId]);
+      await tx.query(`INSERT INTO webchat_events (tenant_id, widget_id, visitor_id, kind, data, created_at) VALUES ($1, $2, $3, 'typing', '{}', now())`, [world.tenantId, world.widgetId, late.visitorId]);
+      tx.notify('webchat');
+      inserted();
+      await gate;
+    });
+    await insertedYet;
+    await say(app, early.sessionToken, 'committed first with the higher id');
+    assert.equal((await earlyStream.next()).data.text, 'committed first with the higher id');
+    release();
+    await slow;
+    assert.equal((await lateStream.next()).event, 'typing');
+    await lateStream.close();
+    await earlyStream.close();
+  });
+});

@@ -2,6 +2,9 @@ import type { Queryable } from '../../db/driver.js';
 
 /** The SQL of webchat (decisions 7.3): sessions, the visitors' event streams and the files sent to them. */
 
+/** Notified by every commit that adds to a visitor's stream (every node listens, through the hub). */
+export const WEBCHAT_CHANNEL = 'webchat';
+
 export interface SessionRow {
   id: string;
   tenant_id: string;
@@ -98,6 +101,19 @@ export const webchatRepo = {
        ORDER BY id LIMIT $4`,
       [visitorId, widgetId, after, limit, kinds ? [...kinds] : null],
     );
+  },
+
+  /** The hub's read: events after `after`, and the ids it still waits for (seen missing, maybe committing late). */
+  async newSince(db: Queryable, after: string, waiting: readonly string[], limit: number): Promise<Array<{ id: string; visitor_id: string }>> {
+    return db.query<{ id: string; visitor_id: string }>(
+      `SELECT id::text AS id, visitor_id FROM webchat_events WHERE id > $1::bigint OR id = ANY ($2::bigint[]) ORDER BY id LIMIT $3`,
+      [after, [...waiting], limit],
+    );
+  },
+
+  async latestId(db: Queryable): Promise<string> {
+    const rows = await db.query<{ id: string | null }>(`SELECT max(id)::text AS id FROM webchat_events`);
+    return rows[0]?.id ?? '0';
   },
 
   async latestEventId(db: Queryable, visitorId: string, widgetId: string): Promise<string> {

@@ -6,10 +6,10 @@ import { codePointLength } from '../../util/text.js';
 import { writeInbound } from '../../conversations/inbox.js';
 import { channelRepo, type ChannelRow } from '../repo.js';
 import { signSessionToken, verifySessionToken, webchatTokenKey } from './token.js';
-import { webchatRepo, type SessionRow, type WebchatEventRow } from './repo.js';
+import { WEBCHAT_CHANNEL, webchatRepo, type SessionRow, type WebchatEventRow } from './repo.js';
+import { WebchatHub } from './hub.js';
 
-/** Woken when a visitor's stream has something new (every node listens). */
-export const WEBCHAT_CHANNEL = 'webchat';
+export { WEBCHAT_CHANNEL } from './repo.js';
 /** Decisions 7.3: a session token expires after 30 days without use. */
 export const SESSION_IDLE_MS = 30 * 24 * 60 * 60 * 1000;
 export const MAX_TEXT = 4096;
@@ -51,14 +51,18 @@ export function visitorMessage(row: WebchatEventRow): VisitorMessage {
  */
 export class WebchatService {
   private readonly tokenKey: Buffer;
+  /** Wakes this process's open streams (src/channels/webchat/hub.ts). */
+  readonly hub: WebchatHub;
 
   constructor(
     readonly db: Db,
     private readonly clock: Clock,
     signingKey: Buffer,
     private readonly ratePerMinute: number,
+    onStreamError: (error: unknown) => void = () => undefined,
   ) {
     this.tokenKey = webchatTokenKey(signingKey);
+    this.hub = new WebchatHub(db, onStreamError);
   }
 
   /** The origin must be one of the channel's allowed origins (403 otherwise, a missing Origin included). */

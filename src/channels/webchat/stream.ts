@@ -1,11 +1,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { webchatRepo, type WebchatEventRow } from './repo.js';
-import { visitorMessage, WEBCHAT_CHANNEL, type VisitorSession, type WebchatService } from './service.js';
+import { visitorMessage, type VisitorSession, type WebchatService } from './service.js';
 
 const BATCH = 200;
 const HEARTBEAT_MS = 15_000;
-/** Fallback for a lost wake-up (another node's commit while LISTEN was reconnecting). */
-const POLL_MS = 10_000;
+/** A last resort per stream; the hub's wake-ups (and its own poll) carry everything in the usual case. */
+const POLL_MS = 60_000;
 const EVENT_ID = /^\d{1,18}$/;
 
 /** The SSE frame of one stream row: `message`, `typing`, `read` (decisions 7.3) and `reaction`. */
@@ -18,7 +18,8 @@ function frame(row: WebchatEventRow): string {
  * A visitor's live stream. Each event's id is its row id in the visitor's stream; the rows of one visitor commit
  * in id order (src/channels/webchat/repo.ts, lockVisitor), so a client that reconnects with `Last-Event-ID` (or
  * first connects with `?after=`, the last id it read from GET /messages) gets exactly what it has not seen.
- * Without either it starts at the newest event. Every node's commits wake it through LISTEN/NOTIFY.
+ * Without either it starts at the newest event. Every node's commits wake it through the process's hub (one
+ * LISTEN, one read per wake-up), which wakes only the streams of the visitors concerned.
  */
 export async function streamVisitor(service: WebchatService, visitor: VisitorSession, after: string | undefined, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const { db } = service;
@@ -68,12 +69,12 @@ export async function streamVisitor(service: WebchatService, visitor: VisitorSes
     }
   };
 
-  const unlisten = await db.listen(WEBCHAT_CHANNEL, () => void flush());
+  const unsubscribe = await service.hub.subscribe(session.id, () => void flush());
   const heartbeat = setInterval(() => res.write(': ping\n\n'), HEARTBEAT_MS);
   const poll = setInterval(() => void flush(), POLL_MS);
   request.raw.on('close', () => {
     closed = true;
-    unlisten();
+    unsubscribe();
     clearInterval(heartbeat);
     clearInterval(poll);
   });
