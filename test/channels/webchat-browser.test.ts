@@ -247,3 +247,27 @@ test('on a phone-sized screen the panel fills the viewport and still sends', asy
   if (SCREENSHOTS) await page.screenshot({ path: 'docs/webchat-phone.png' });
   await context.close();
 });
+
+test('a session that expired while away is replaced: the guest can write again', async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(site);
+  await page.locator('button.launcher').waitFor(WAIT);
+  await openWidget(page);
+  await page.locator('textarea').fill('First visit');
+  await page.keyboard.press('Enter');
+  await bubbles(page, 'out').first().waitFor(WAIT);
+  const key = `m2m-webchat:${world.widgetId}`;
+  const first = await page.evaluate((k) => (JSON.parse(localStorage.getItem(k) ?? '{}') as { visitorId?: string }).visitorId, key);
+  await app.runtime.services.db.query(`UPDATE webchat_sessions SET last_seen_at = $2 WHERE id = $1`, [first, new Date(Date.now() - 31 * 24 * 3_600_000)]);
+
+  await page.reload();
+  await openWidget(page);
+  await page.locator('textarea').fill('Back after a month');
+  await page.keyboard.press('Enter');
+  await page.locator('.msg.in', { hasText: 'Back after a month' }).waitFor(WAIT);
+  await page.locator('.msg.out').first().waitFor(WAIT);
+  const second = await page.evaluate((k) => (JSON.parse(localStorage.getItem(k) ?? '{}') as { visitorId?: string }).visitorId, key);
+  assert.ok(second && second !== first, 'a new session');
+  await context.close();
+});

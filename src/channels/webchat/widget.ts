@@ -158,11 +158,19 @@ export const WIDGET_JS = String.raw`(function () {
       return res.text().then(function (text) {
         var json = null;
         try { json = text ? JSON.parse(text) : null; } catch (e) { json = null; }
-        if (res.status === 401 && path !== '/sessions') { state = null; save(); }
+        if (res.status === 401 && path !== '/sessions') forget();
         if (!res.ok) { var error = new Error((json && json.error && json.error.message) || ('HTTP ' + res.status)); error.status = res.status; throw error; }
         return json;
       });
     });
+  }
+
+  // The session expired (30 days idle) or was removed: the next call starts a new one from scratch.
+  function forget() {
+    state = null;
+    save();
+    lastEventId = '0';
+    if (source) { source.close(); source = null; }
   }
 
   function ensureSession() {
@@ -198,8 +206,11 @@ export const WIDGET_JS = String.raw`(function () {
     };
   }
 
-  function start() {
-    return ensureSession().then(function () { return history(lastEventId); }).then(connect);
+  function start(retried) {
+    return ensureSession().then(function () { return history(lastEventId); }).then(connect).catch(function (error) {
+      if (error && error.status === 401 && !state && !retried) return start(true);
+      throw error;
+    });
   }
 
   function fail(error) {
