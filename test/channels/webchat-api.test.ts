@@ -248,6 +248,10 @@ describe('the stream', () => {
     assert.equal(file.status, 200);
     assert.equal(file.headers.get('content-type'), 'image/png');
     assert.deepEqual(Buffer.from(await file.arrayBuffer()), png);
+    // <img> and download links send no Origin: the token alone serves the file; a foreign page's fetch is refused.
+    const viaImg = await visitorCall(app, 'GET', `${attachment.url.replace('/webchat/v1', '')}?sessionToken=${encodeURIComponent(visitor.sessionToken)}`, { origin: null });
+    assert.equal(viaImg.statusCode, 200);
+    errorOf(await visitorCall(app, 'GET', `${attachment.url.replace('/webchat/v1', '')}`, { token: visitor.sessionToken, origin: 'https://evil.example' }), 403, 'M2M_AUTH_INSUFFICIENT_SCOPE');
     const theirs = await visitorCall(app, 'GET', `${attachment.url.replace('/webchat/v1', '')}`, { token: other.sessionToken });
     errorOf(theirs, 404, 'M2M_NOT_FOUND');
 

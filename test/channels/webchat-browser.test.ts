@@ -9,7 +9,7 @@ import { createAutoReplier } from '../../packages/client/examples/auto-reply.js'
 import { WebchatProvider } from '../../src/channels/webchat/provider.js';
 import { systemClock } from '../../src/clock.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { webchatWorld } from '../helpers/webchat.js';
+import { gradientPng, webchatWorld } from '../helpers/webchat.js';
 
 // The webchat widget in a real browser (Debian's chromium, as the docs-page test): a plain HTML page on 127.0.0.1
 // embeds the snippet, a guest chats, and the auto-reply example (packages/client/examples/auto-reply.ts) answers
@@ -146,7 +146,23 @@ test('a guest chats from a plain page: the auto-reply appears live, typing and "
   await provider.send({ kind: 'read_receipt', providerMessageId: ownId!, typingIndicator: false, recipient: { handle: visitorId } }, connection, new AbortController().signal);
   await page.locator('.seen').waitFor(WAIT);
   assert.equal(await page.locator('.seen').textContent(), 'Seen');
-  await provider.send({ kind: 'typing', recipient: { handle: visitorId } }, connection, new AbortController().signal);
+  // A photo and a document from the business: the photo shows inline, the document as a download link.
+  const signal = new AbortController().signal;
+  const photo = await provider.upload({ mediaKind: 'image', contentType: 'image/png', filename: 'sea-view.png', bytes: await gradientPng(240, 140, [70, 150, 210], [240, 215, 160]) }, connection, signal);
+  await provider.send({ kind: 'media', mediaKind: 'image', providerMediaId: photo.providerMediaId, caption: 'The view from room 12', recipient: { handle: visitorId } }, connection, signal);
+  const pdf = await provider.upload({ mediaKind: 'document', contentType: 'application/pdf', filename: 'rates.pdf', bytes: Buffer.from('%PDF-1.4\n%%EOF\n') }, connection, signal);
+  await provider.send({ kind: 'media', mediaKind: 'document', providerMediaId: pdf.providerMediaId, recipient: { handle: visitorId } }, connection, signal);
+  await page.locator('.msg.out img[alt="sea-view.png"]').waitFor(WAIT);
+  await page.waitForFunction(() => {
+    const img = document.querySelector('[data-m2m-webchat]')?.shadowRoot?.querySelector('.msg.out img');
+    return img instanceof HTMLImageElement && img.complete && img.naturalWidth === 240;
+  }, undefined, WAIT);
+  const link = page.locator('.msg.out a', { hasText: 'rates.pdf' });
+  await link.waitFor(WAIT);
+  assert.equal(await link.getAttribute('download'), 'rates.pdf');
+  const download = await page.evaluate(async (href) => (await fetch(href)).status, (await link.getAttribute('href'))!);
+  assert.equal(download, 200);
+  await provider.send({ kind: 'typing', recipient: { handle: visitorId } }, connection, signal);
   await page.locator('.status[data-typing]').waitFor(WAIT);
   assert.match((await page.locator('.status').textContent()) ?? '', /Typing/);
   if (SCREENSHOTS) await page.screenshot({ path: 'docs/webchat-open.png' });

@@ -93,7 +93,7 @@ export function webchatRoutes(service: WebchatService) {
     });
 
     app.get(`${PREFIX}/media/:mediaId`, { schema: { hide: true, params: MediaParams, querystring: TokenQuery } }, async (request, reply) => {
-      const session = await visitor(request);
+      const session = await service.authenticate(tokenOf(request), originOf(request), { originOptional: true });
       const media = await service.media(session, (request.params as Static<typeof MediaParams>).mediaId);
       if (!media) throw new DomainError('M2M_NOT_FOUND', 'file not found');
       const safeName = media.filename.replace(/["\\\r\n]/g, '_');

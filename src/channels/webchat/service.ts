@@ -92,9 +92,10 @@ export class WebchatService {
 
   /**
    * The session a token names: 401 when the token is missing, forged, of a removed session, or idle for 30 days;
-   * 403 when the request's origin is not allowed for its widget.
+   * 403 when the request's origin is not allowed for its widget. `originOptional`: a request without Origin passes
+   * (the files of GET /media are loaded by <img> and download links, which send none; a foreign page's fetch does).
    */
-  async authenticate(token: string | undefined, origin: string | undefined): Promise<VisitorSession> {
+  async authenticate(token: string | undefined, origin: string | undefined, options: { originOptional?: boolean } = {}): Promise<VisitorSession> {
     if (!token) throw new DomainError('M2M_AUTH_MISSING_CREDENTIALS', 'a session token is required (Authorization: Bearer <sessionToken> or ?sessionToken=)');
     const claims = verifySessionToken(this.tokenKey, token);
     const session = claims ? await webchatRepo.session(this.db, claims.visitorId, claims.widgetId) : undefined;
@@ -104,7 +105,7 @@ export class WebchatService {
     }
     const channel = await this.widgetChannel(session.widget_id);
     if (!channel || channel.id !== session.channel_id) throw new DomainError('M2M_AUTH_INVALID_CREDENTIALS', 'the session token is invalid or expired; start a new session');
-    this.checkOrigin(channel, origin);
+    if (origin !== undefined || !options.originOptional) this.checkOrigin(channel, origin);
     return { session, channel };
   }
 

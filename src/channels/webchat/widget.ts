@@ -105,7 +105,9 @@ export const WIDGET_JS = String.raw`(function () {
     if (a) {
       var href = api + a.url.replace('/webchat/v1', '') + '?sessionToken=' + encodeURIComponent(state.token);
       if (a.kind === 'image' || /^image\//.test(a.contentType)) {
-        bubble.appendChild(el('img', { src: href, alt: a.filename || 'image' }));
+        var img = el('img', { src: href, alt: a.filename || 'image' });
+        img.addEventListener('load', scrollDown);
+        bubble.appendChild(img);
       } else {
         var link = el('a', { href: href, download: a.filename || 'file', target: '_blank', rel: 'noopener' }, 'Download ' + (a.filename || 'file'));
         bubble.appendChild(link);
