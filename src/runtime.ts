@@ -132,6 +132,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
         { name: 'deliveries', run: () => services.webhooks.purgeExpired() },
         { name: 'events', run: () => services.events.purgeExpired() },
         { name: 'idempotencyKeys', run: (now) => purgeExpiredIdempotencyKeys(db, now) },
+        { name: 'webchat', run: () => services.webchat.purgeExpired() },
       ],
     }),
     registerSendPipeline(runner, {

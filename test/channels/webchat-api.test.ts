@@ -260,6 +260,29 @@ describe('the stream', () => {
   });
 });
 
+describe('retention', () => {
+  test('the purge drops old typing rows and sessions idle past 30 days with their streams; live sessions keep theirs', async () => {
+    const world = await webchatWorld(app);
+    const gone = await newVisitor(app, world.widgetId);
+    const kept = await newVisitor(app, world.widgetId);
+    await say(app, gone.sessionToken, 'long ago');
+    await say(app, kept.sessionToken, 'still here');
+    const provider = new WebchatProvider(app.runtime.services.db, systemClock);
+    const connection = { provider: 'webchat' as const, widgetId: world.widgetId, allowedOrigins: [SITE] };
+    await provider.send({ kind: 'typing', recipient: { handle: kept.visitorId } }, connection, new AbortController().signal);
+    const db = app.runtime.services.db;
+    await db.query(`UPDATE webchat_sessions SET last_seen_at = $2 WHERE id = $1`, [gone.visitorId, new Date(Date.now() - 31 * 24 * 3_600_000)]);
+    await db.query(`UPDATE webchat_events SET created_at = $2 WHERE visitor_id = $1 AND kind = 'typing'`, [kept.visitorId, new Date(Date.now() - 2 * 24 * 3_600_000)]);
+    assert.ok((await app.runtime.services.webchat.purgeExpired()) >= 3);
+    const left = await db.query<{ visitor_id: string; kind: string }>(`SELECT visitor_id, kind FROM webchat_events WHERE widget_id = $1 ORDER BY id`, [world.widgetId]);
+    assert.deepEqual(left, [{ visitor_id: kept.visitorId, kind: 'message' }]);
+    assert.equal((await db.query(`SELECT 1 FROM webchat_sessions WHERE id = $1`, [gone.visitorId])).length, 0);
+    assert.equal((await visitorCall(app, 'GET', '/messages', { token: kept.sessionToken })).statusCode, 200);
+    const conversations = (await app.api(world.key, 'GET', '/conversations')).json() as { conversations: unknown[] };
+    assert.equal(conversations.conversations.length, 2, 'the business keeps both conversations');
+  });
+});
+
 describe('streams across nodes and late commits', { skip: !process.env.DATABASE_URL && 'needs two nodes on one PostgreSQL database' }, () => {
   test('a message written through one node reaches a stream open on another', async () => {
     const nodeB = await startTestApp({ sameDatabaseAs: app });

@@ -130,6 +130,23 @@ export const webchatRepo = {
     return rows.length > 0;
   },
 
+  /**
+   * Retention: typing indicators after a day (they only matter live); sessions idle past `idleBefore` (their tokens
+   * are dead, so nobody can read their streams any more) with their events; files no remaining event names.
+   */
+  async purge(db: Queryable, now: Date, idleBefore: Date): Promise<number> {
+    const typing = await db.query(`DELETE FROM webchat_events WHERE kind = 'typing' AND created_at < $1 RETURNING 1`, [new Date(now.getTime() - 24 * 3_600_000)]);
+    const sessions = await db.query<{ id: string }>(`DELETE FROM webchat_sessions WHERE last_seen_at < $1 RETURNING id`, [idleBefore]);
+    let events: unknown[] = [];
+    if (sessions.length > 0) events = await db.query(`DELETE FROM webchat_events WHERE visitor_id = ANY ($1::text[]) RETURNING 1`, [sessions.map((s) => s.id)]);
+    const media = await db.query(
+      `DELETE FROM webchat_media m WHERE m.created_at < $1
+         AND NOT EXISTS (SELECT 1 FROM webchat_events e WHERE e.kind = 'message' AND e.data -> 'attachment' ->> 'mediaId' = m.id) RETURNING 1`,
+      [new Date(now.getTime() - 24 * 3_600_000)],
+    );
+    return typing.length + sessions.length + events.length + media.length;
+  },
+
   async insertMedia(db: Queryable, row: { id: string; widgetId: string; contentType: string; filename: string; bytes: Uint8Array; now: Date }): Promise<void> {
     await db.query(`INSERT INTO webchat_media (id, widget_id, content_type, filename, bytes, created_at) VALUES ($1, $2, $3, $4, $5, $6)`, [
       row.id,

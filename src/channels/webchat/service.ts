@@ -152,6 +152,12 @@ export class WebchatService {
     return rows.map(visitorMessage);
   }
 
+  /** The maintenance job's purge (src/channels/webchat/repo.ts, purge). */
+  async purgeExpired(): Promise<number> {
+    const now = this.clock.now();
+    return webchatRepo.purge(this.db, now, new Date(now.getTime() - SESSION_IDLE_MS));
+  }
+
   async media(visitor: VisitorSession, mediaId: string) {
     const { session } = visitor;
     if (!(await webchatRepo.mediaSentTo(this.db, session.id, session.widget_id, mediaId))) return undefined;
