@@ -287,3 +287,31 @@ test('a session that expired while away is replaced: the guest can write again',
   assert.ok(second && second !== first, 'a new session');
   await context.close();
 });
+
+test('when the stream drops, the widget reconnects with Last-Event-ID and shows what was sent meanwhile', async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const streamRequests: Array<Promise<Record<string, string>>> = [];
+  page.on('request', (request) => {
+    if (request.url().includes('/webchat/v1/stream')) streamRequests.push(request.allHeaders());
+  });
+  await page.goto(site);
+  await page.locator('button.launcher').waitFor(WAIT);
+  await openWidget(page);
+  await page.locator('textarea').fill('Checking the connection');
+  await page.keyboard.press('Enter');
+  await bubbles(page, 'out').first().waitFor(WAIT);
+  const visitorId = await page.evaluate((k) => (JSON.parse(localStorage.getItem(k) ?? '{}') as { visitorId?: string }).visitorId, `m2m-webchat:${world.widgetId}`);
+  const [row] = await app.runtime.services.db.query<{ conversation_id: string }>(`SELECT conversation_id FROM webchat_sessions WHERE id = $1`, [visitorId]);
+
+  // Every open connection of the API server is cut; a reply is sent while the widget is (most likely) away.
+  app.runtime.app.server.closeAllConnections();
+  const sent = await app.api(world.key, 'POST', `/conversations/${row.conversation_id}/messages`, { text: 'Sent while you were away' }, { 'idempotency-key': `away-${Date.now()}` });
+  assert.equal(sent.statusCode, 202, sent.body);
+  await page.locator('.msg.out', { hasText: 'Sent while you were away' }).waitFor(WAIT);
+  const headers = await Promise.all(streamRequests);
+  assert.ok(headers.length >= 2, 'the stream was opened again');
+  assert.ok(headers.slice(1).some((h) => /^\d+$/.test(h['last-event-id'] ?? '')), `resumed with Last-Event-ID: ${JSON.stringify(headers.map((h) => h['last-event-id'] ?? null))}`);
+  assert.equal(await page.locator('.msg.out', { hasText: 'Sent while you were away' }).count(), 1, 'shown once');
+  await context.close();
+});
