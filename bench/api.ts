@@ -38,6 +38,18 @@ export interface ApiResult {
   bareStringify: Load;
   ratioVsBare: number;
   ratioVsBareStringify: number;
+  /** Issue 42's reads (PostgreSQL only), each against the minimal route in alternating rounds. */
+  reads?: ReadVsMinimal[];
+}
+
+/** One integrator read against the minimal route: the median round's loads and ratio. */
+export interface ReadVsMinimal {
+  what: string;
+  rows: number;
+  route: Load;
+  minimal: Load;
+  ratioVsMinimal: number;
+  ratioRounds: number[];
 }
 
 /** Alternating measuring rounds of the real and the minimal route. */
@@ -117,9 +129,7 @@ export async function runApi(db: DbKind, postgresUrl: string | undefined, timing
     const minimalServer = await startMinimal(`minimal-${db}`, minimalEnv);
     minimalChild = minimalServer.child;
 
-    // The real and the minimal route run side by side (the idle one costs nothing) and are measured in
-    // alternating rounds (real, minimal; minimal, real; …): this machine's speed drifts by tens of percent
-    // within a minute, so each round's ratio compares two runs taken moments apart, and the median round wins.
+    // The real and the minimal route run side by side (the idle one costs nothing), measured in alternating rounds.
     const real: Target = { url: routeUrl, pid: server.pid, postgres: db === 'postgres', headers };
     const minimalTarget: Target = {
       url: minimalServer.url,
@@ -129,25 +139,11 @@ export async function runApi(db: DbKind, postgresUrl: string | undefined, timing
     };
     await cannon(real.url, 32, timing.warmupS, real.headers);
     await cannon(minimalTarget.url, 32, timing.warmupS, minimalTarget.headers);
-    const rounds: Array<{ route: Load; minimal: Load; ratio: number }> = [];
-    const roundS = Math.max(2, Math.round(timing.measureS / 2));
-    for (let i = 0; i < ROUNDS; i += 1) {
-      const run = (which: 'real' | 'minimal') =>
-        measure(`round ${i + 1}: ${which} route, 32 connections`, which === 'real' ? real : minimalTarget, 32, timing, roundS, false);
-      let route: Load;
-      let minimal: Load;
-      if (i % 2 === 0) {
-        route = await run('real');
-        minimal = await run('minimal');
-      } else {
-        minimal = await run('minimal');
-        route = await run('real');
-      }
-      rounds.push({ route, minimal, ratio: round(route.rps / minimal.rps, 3) });
-    }
-    const middle = [...rounds].sort((x, y) => x.ratio - y.ratio)[Math.floor(rounds.length / 2)];
+
+    const middle = await alternate('the list', real, minimalTarget, timing);
     const { route, minimal } = middle;
-    log(`api/${db}: real ÷ minimal per round ${rounds.map((r) => r.ratio).join(', ')}; median ${middle.ratio}`);
+    log(`api/${db}: real ÷ minimal per round ${middle.rounds.join(', ')}; median ${middle.ratio}`);
+    const reads = db === 'postgres' ? await integratorReads(server.baseUrl, server.pid, minimalTarget, timing) : undefined;
     const routeSingle = await measure('route, 1 connection', real, 1, timing, timing.singleS);
     await stopChild(server.child);
     server = undefined;
@@ -169,15 +165,86 @@ export async function runApi(db: DbKind, postgresUrl: string | undefined, timing
       routeSingle,
       minimal,
       ratioVsMinimal: middle.ratio,
-      ratioRounds: rounds.map((r) => r.ratio),
+      ratioRounds: middle.rounds,
       bare: bareRaw,
       bareStringify,
       ratioVsBare: round(route.rps / bareRaw.rps, 3),
       ratioVsBareStringify: round(route.rps / bareStringify.rps, 3),
+      ...(reads ? { reads } : {}),
     };
   } finally {
     await stopChild(server?.child);
     await stopChild(minimalChild);
     await stopChild(bareChild);
   }
+}
+
+/**
+ * Measures `real` and `minimal` at 32 connections in alternating rounds (real, minimal; minimal, real; …): this
+ * machine's speed drifts by tens of percent within a minute, so each round's ratio compares two runs taken moments
+ * apart, and the median round wins.
+ */
+async function alternate(what: string, real: Target, minimal: Target, timing: Timing): Promise<{ route: Load; minimal: Load; ratio: number; rounds: number[] }> {
+  const rounds: Array<{ route: Load; minimal: Load; ratio: number }> = [];
+  const roundS = Math.max(2, Math.round(timing.measureS / 2));
+  for (let i = 0; i < ROUNDS; i += 1) {
+    const run = (which: 'real' | 'minimal') => measure(`round ${i + 1}: ${which === 'real' ? what : 'minimal route'}, 32 connections`, which === 'real' ? real : minimal, 32, timing, roundS, false);
+    let route: Load;
+    let other: Load;
+    if (i % 2 === 0) {
+      route = await run('real');
+      other = await run('minimal');
+    } else {
+      other = await run('minimal');
+      route = await run('real');
+    }
+    rounds.push({ route, minimal: other, ratio: round(route.rps / other.rps, 3) });
+  }
+  const middle = [...rounds].sort((x, y) => x.ratio - y.ratio)[Math.floor(rounds.length / 2)];
+  return { ...middle, rounds: rounds.map((r) => r.ratio) };
+}
+
+/** Issue 42's reads with a key alone: the tenant's channels, 200 opportunities, one contact. */
+async function integratorReads(base: string, serverPid: number | undefined, minimal: Target, timing: Timing): Promise<ReadVsMinimal[]> {
+  const { tenantId } = await call<{ tenantId: string }>(base, 'POST', '/admin/v1/tenants', { body: { name: 'Bench Integrator Hotel' } });
+  const { key } = await call<{ key: string }>(base, 'POST', `/admin/v1/tenants/${tenantId}/api-keys`, {
+    body: { name: 'bench', scopes: ['channels:read', 'crm:sales:read', 'contacts:read'] },
+  });
+  let channelId = '';
+  for (const [kind, name] of [['whatsapp', 'WhatsApp'], ['webchat', 'Web'], ['instagram', 'Instagram']]) {
+    const channel = await call<{ channelId: string }>(base, 'POST', `/admin/v1/tenants/${tenantId}/channels`, { body: { kind, name } });
+    channelId ||= channel.channelId;
+  }
+  const { contactId, conversationId } = await call<{ contactId: string; conversationId: string }>(base, 'POST', `/admin/v1/tenants/${tenantId}/inbound-messages`, {
+    body: { channelId, contact: { name: 'Ana López', phone: '+525550000001' }, text: 'Hola' },
+  });
+  for (let batch = 0; batch < 10; batch += 1) {
+    await Promise.all(
+      Array.from({ length: 20 }, async (_, i) => {
+        const { leadId } = await call<{ leadId: string }>(base, 'POST', `/admin/v1/tenants/${tenantId}/leads`, { body: { name: `Lead ${batch * 20 + i}`, conversationId } });
+        await call(base, 'POST', `/admin/v1/tenants/${tenantId}/opportunities`, { body: { leadId, stage: 'quote', status: 'open' } });
+      }),
+    );
+  }
+  const headers = { authorization: `Bearer ${key}` };
+  const reads: Array<{ what: string; path: string; rows: (body: Record<string, unknown[]>) => number }> = [
+    { what: 'GET /channels', path: '/m2m/v1/channels', rows: (body) => body.channels.length },
+    { what: 'GET /crm/opportunities?limit=200', path: '/m2m/v1/crm/opportunities?limit=200', rows: (body) => body.opportunities.length },
+    { what: 'GET /contacts/{id}', path: `/m2m/v1/contacts/${contactId}`, rows: () => 1 },
+  ];
+  const results: ReadVsMinimal[] = [];
+  for (const read of reads) {
+    const url = `${base}${read.path}`;
+    const sample = await fetch(url, { headers, signal: AbortSignal.timeout(10_000) });
+    const body = await sample.text();
+    if (!sample.ok) throw new Error(`${read.what} answered ${sample.status}: ${body.slice(0, 300)}`);
+    const rows = read.rows(JSON.parse(body) as Record<string, unknown[]>);
+    log(`api/postgres: ${read.what}: ${rows} rows, ${fmt(Buffer.byteLength(body))} bytes`);
+    const real: Target = { url, pid: serverPid, postgres: true, headers };
+    await cannon(url, 32, timing.warmupS, headers);
+    const middle = await alternate(read.what, real, minimal, timing);
+    log(`api/postgres: ${read.what} ÷ minimal per round ${middle.rounds.join(', ')}; median ${middle.ratio}`);
+    results.push({ what: read.what, rows, route: middle.route, minimal: middle.minimal, ratioVsMinimal: middle.ratio, ratioRounds: middle.rounds });
+  }
+  return results;
 }

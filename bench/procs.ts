@@ -181,7 +181,7 @@ export async function startReceiver(name: string, host = '127.0.0.1') {
     child,
     url: `${base}/hook`,
     stats: () => get<ReceiverStats>('/stats'),
-    arrivals: () => get<Record<string, [number, number | null]>>('/arrivals'),
+    arrivals: () => get<Record<string, [number, number | null, string | null]>>('/arrivals'),
     reset: () => get<unknown>('/reset', 'POST'),
   };
 }

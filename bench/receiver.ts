@@ -3,14 +3,14 @@
  * Answers every POST with 200 at once (keep-alive) and records, per x-service-event-id, the arrival
  * time (Date.now()) and the event's occurredAt. Control routes (127.0.0.1 only):
  *   GET  /stats     → { count, unique, duplicates, first, last }
- *   GET  /arrivals  → { [eventId]: [arrivalMs, occurredAtMs | null] }
+ *   GET  /arrivals  → { [eventId]: [arrivalMs, occurredAtMs | null, data.messageId | null] }
  *   POST /reset     → forget everything
  * Listens on RECEIVER_HOST (default 127.0.0.1). Tells its parent the port over IPC; exits on SIGTERM or when the parent goes away.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-let arrivals = new Map<string, [number, number | null]>();
+let arrivals = new Map<string, [number, number | null, string | null]>();
 let count = 0;
 let first = 0;
 let last = 0;
@@ -27,6 +27,10 @@ function occurredAt(body: string): number | null {
   if (!match) return null;
   const ms = Date.parse(match[1]);
   return Number.isNaN(ms) ? null : ms;
+}
+
+function messageId(body: string): string | null {
+  return /"messageId"\s*:\s*"([^"]+)"/.exec(body)?.[1] ?? null;
 }
 
 function json(res: http.ServerResponse, value: unknown): void {
@@ -59,7 +63,10 @@ const server = http.createServer((req, res) => {
     count += 1;
     if (first === 0) first = at;
     last = at;
-    if (!arrivals.has(id)) arrivals.set(id, [at, occurredAt(Buffer.concat(chunks).toString('utf8'))]);
+    if (!arrivals.has(id)) {
+      const body = Buffer.concat(chunks).toString('utf8');
+      arrivals.set(id, [at, occurredAt(body), messageId(body)]);
+    }
   });
 });
 server.keepAliveTimeout = 60_000;

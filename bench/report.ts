@@ -56,6 +56,16 @@ export function targets(api: ApiResult[], webhooks: WebhookResult[], quick: bool
     }
     const bad = r.route.non2xx + r.routeSingle.non2xx + r.route.errors + r.route.timeouts;
     checks.push({ check: 'list route non-2xx + errors', db: dbLabel(r.db), value: fmt(bad), target: '= 0', pass: bad === 0 });
+    for (const read of r.reads ?? []) {
+      const failed = read.route.non2xx + read.route.errors + read.route.timeouts;
+      checks.push({
+        check: `${read.what} ÷ minimal route (same run)`,
+        db: dbLabel(r.db),
+        value: `${fmt(read.ratioVsMinimal, 2)}× (median of ${read.ratioRounds.map((x) => fmt(x, 2)).join(', ')}), ${fmt(failed)} non-2xx`,
+        target: '≥ 1, 0 non-2xx',
+        pass: read.ratioVsMinimal >= 1 && failed === 0,
+      });
+    }
   }
   for (const r of webhooks) {
     const db = dbLabel(r.db);

@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- [--only api|webhooks|conversations|knowledge|crawl|abuse|replies|events|recover|devstart|ops|nodes|search[,…]] [--db pglite|postgres|both] [--quick]`
+ * `npm run bench -- [--only api|webhooks|conversations|knowledge|crawl|abuse|replies|events|recover|devstart|ops|nodes|search|inbound[,…]] [--db pglite|postgres|both] [--quick]`
  * Runs the scenarios against the real server in child processes on 127.0.0.1, prints tables and writes
  * .bench/results.json. See bench/README.md for what each figure means.
  */
@@ -18,6 +18,7 @@ import { printRecover, runRecover, type RecoverResult } from './recover.js';
 import { printOps, runOps, type OpsResult } from './ops.js';
 import { printNodes, runNodes, type NodesResult } from './nodes.js';
 import { printSearch, runSearch, type SearchResult } from './search.js';
+import { printInbound, runInbound, type InboundResult } from './inbound.js';
 import { CpuMeter, OUT_DIR, SCENARIOS, fmt, log, parseArgs, printTable, round, sleep, type DbKind, type Scenario } from './lib.js';
 import { dbLabel, detectPostgres, dropSchemas, killAllChildren, stopAllChildren } from './procs.js';
 import { printTargets, targets } from './report.js';
@@ -60,6 +61,10 @@ function printApi(results: ApiResult[]): void {
     add('minimal Fastify route (hash + 2 queries)', r.minimal, r.ratioVsMinimal);
     add('bare node:http, pre-serialised', r.bare, r.ratioVsBare);
     add('bare node:http, stringify(parse())', r.bareStringify, r.ratioVsBareStringify);
+    for (const read of r.reads ?? []) {
+      add(`${read.what} (${read.rows} rows)`, read.route);
+      add(`  minimal route, same rounds`, read.minimal, read.ratioVsMinimal);
+    }
   }
   const bytes = results.map((r) => `${dbLabel(r.db)} ${fmt(r.responseBytes)} B`).join(', ');
   printTable(
@@ -151,6 +156,7 @@ async function main(): Promise<number> {
   let events: EventsResult | undefined;
   let recover: RecoverResult | undefined;
   const search: SearchResult[] = [];
+  const inbound: InboundResult[] = [];
   const errors: Array<{ scenario: string; db: DbKind; message: string }> = [];
   const record = async (scenario: string, db: DbKind, fn: () => Promise<void>) => {
     try {
@@ -217,6 +223,9 @@ async function main(): Promise<number> {
       // Quality on each database; the load part runs on PostgreSQL only (the issue's targets are set there).
       for (const db of dbs) await record('search', db, async () => void search.push(await runSearch(db, postgresUrl, args.quick)));
     }
+    if (runs('inbound')) {
+      for (const db of dbs) await record('inbound', db, async () => void inbound.push(await runInbound(db, postgresUrl, timing, args.quick)));
+    }
   } finally {
     await stopAllChildren();
     const dropped = await dropSchemas();
@@ -236,6 +245,7 @@ async function main(): Promise<number> {
   printOps(ops, dbLabel);
   printNodes(nodes);
   if (search.length > 0) printSearch(search);
+  printInbound(inbound);
   const checks = targets(api, webhooks, args.quick, { conversations, knowledge, crawl });
   printTargets(checks);
   for (const e of errors) console.log(`\nFAILED ${e.scenario} on ${dbLabel(e.db)}: ${e.message.split('\n')[0]} (details above and in .bench/logs/)`);
@@ -260,7 +270,7 @@ async function main(): Promise<number> {
     postgresUrl: postgresUrl ? redact(postgresUrl) : null,
     timing,
   };
-  writeFileSync(file, `${JSON.stringify({ meta, api, webhooks, conversations, knowledge, crawl: crawl ?? null, abuse, replies: replies ?? null, events: events ?? null, recover: recover ?? null, devStart: devStart ?? null, ops: ops ?? null, nodes: nodes ?? null, search, targets: checks, errors }, null, 2)}\n`);
+  writeFileSync(file, `${JSON.stringify({ meta, api, webhooks, conversations, knowledge, crawl: crawl ?? null, abuse, replies: replies ?? null, events: events ?? null, recover: recover ?? null, devStart: devStart ?? null, ops: ops ?? null, nodes: nodes ?? null, search, inbound, targets: checks, errors }, null, 2)}\n`);
   console.log(`\nresults written to ${path.relative(process.cwd(), file)} (child logs in .bench/logs/); total ${meta.seconds} s`);
   return errors.length > 0 || (nodes !== undefined && !nodes.ok) ? 1 : 0;
 }

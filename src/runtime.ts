@@ -19,9 +19,13 @@ import { WebchatProvider } from './channels/webchat/provider.js';
 import { SandboxProvider } from './messaging/providers/sandbox.js';
 import type { ProviderRegistry } from './messaging/providers/registry.js';
 import { WhatsAppCloudProvider } from './channels/providers/meta/whatsapp.js';
+import { MessengerSendApiProvider } from './channels/providers/meta/messenger.js';
+import { registerContactProfiles } from './channels/contact-profile.js';
+import { LazyGuardedAgent } from './net/undici.js';
 import { GraphClient } from './channels/providers/meta/graph-client.js';
 import { providerConnection } from './channels/connection.js';
 import { registerCallbackProcessing } from './channels/callbacks.js';
+import { CALLBACK_RETENTION_MS, callbackRepo } from './channels/callback-repo.js';
 import { adoptLegacyChannels } from './channels/legacy.js';
 import { registerTemplateSync } from './channels/template-sync.js';
 import { registerMediaDownload } from './channels/media-download.js';
@@ -114,7 +118,14 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   if (adopted > 0) log.warn({ channels: adopted }, 'CHANNEL_PROVIDER=whatsapp: WhatsApp channels of the earlier release are now whatsapp_cloud channels; set their wabaId with PATCH and remove CHANNEL_PROVIDER');
   const graph = new GraphClient({ baseUrl: config.meta.graphBaseUrl, apiVersion: config.meta.graphApiVersion, timeoutMs: config.sendTimeoutMs });
   const whatsapp = new WhatsAppCloudProvider(graph);
-  const providers: ProviderRegistry = { sandbox: new SandboxProvider(), whatsapp_cloud: whatsapp, webchat: new WebchatProvider(db, clock) };
+  const messenger = new MessengerSendApiProvider('messenger', graph);
+  const instagram = new MessengerSendApiProvider('instagram', graph);
+  const providers: ProviderRegistry = { sandbox: new SandboxProvider(), whatsapp_cloud: whatsapp, messenger, instagram, webchat: new WebchatProvider(db, clock) };
+  // Messenger/Instagram attachment URLs come inside callbacks: fetched through the SSRF guard like any URL we are handed.
+  const attachmentAgent = new LazyGuardedAgent(
+    { allowPrivate: config.allowPrivateDestinations, timeoutMs: config.sendTimeoutMs, resolver: options.resolver },
+    { headersTimeout: config.sendTimeoutMs, bodyTimeout: config.sendTimeoutMs, connections: 8 },
+  );
   const openChannel = (row: Pick<ChannelRow, 'provider' | 'connection' | 'connection_secret'>) => providerConnection(row, keyring.encryptionKey, config.meta.systemUserToken);
   const knowledgeFetcher = new GuardedFetcher({
     allowPrivate: config.allowPrivateDestinations,
@@ -127,11 +138,12 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     registerMaintenance(runner, {
       db,
       // Webhook delivery metadata 30 days after completion, events after 30 days, stored idempotent responses
-      // after 24 hours. After the deliveries: an event is kept while a delivery still refers to it.
+      // after 24 hours, processed provider callbacks after 7 days. After the deliveries: an event is kept while a delivery still refers to it.
       purges: [
         { name: 'deliveries', run: () => services.webhooks.purgeExpired() },
         { name: 'events', run: () => services.events.purgeExpired() },
         { name: 'idempotencyKeys', run: (now) => purgeExpiredIdempotencyKeys(db, now) },
+        { name: 'providerCallbacks', run: (now) => callbackRepo.purgeProcessed(db, new Date(now.getTime() - CALLBACK_RETENTION_MS)) },
         { name: 'webchat', run: () => services.webchat.purgeExpired() },
       ],
     }),
@@ -142,7 +154,15 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       counters,
     }),
     registerTemplateSync(runner, { db, whatsapp, openConnection: openChannel, intervalMs: config.templateSyncIntervalMs }),
-    registerMediaDownload(runner, { db, blobs: services.blobs, whatsapp, openConnection: openChannel, maxBytes: config.mediaMaxBytes }),
+    registerMediaDownload(runner, {
+      db,
+      blobs: services.blobs,
+      whatsapp,
+      downloadUrl: async (url, download) => graph.download(url, { ...download, dispatcher: await attachmentAgent.get() }),
+      openConnection: openChannel,
+      maxBytes: config.mediaMaxBytes,
+    }),
+    registerContactProfiles(runner, { db, messenger, instagram, openConnection: openChannel }),
     registerCallbackProcessing(runner, { db, log: log.child({ component: 'provider-callbacks' }), counters }),
     registerAutomation(runner, { db, sender: services.followUpSender, intervalMs: config.crmAutomationIntervalMs }),
     registerPreCheckin(runner, { db, reservations: services.reservations }),
@@ -194,6 +214,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       }
       await closeStep('job workers', () => Promise.all(workers.map((worker) => worker.close?.())));
       await closeStep('blob store', () => services.blobs.close?.());
+      await closeStep('attachment agent', () => attachmentAgent.close());
       await closeStep('database', () => db.close());
     },
   };

@@ -1,8 +1,11 @@
 import type { Queryable, Tx } from '../db/driver.js';
 import { newId } from '../ids.js';
-import { enqueue } from '../jobs/queue.js';
+import { JOBS_CHANNEL } from '../jobs/queue.js';
+import type { TaskName } from '../jobs/tasks.js';
 
-export const CALLBACK_TASK = 'channels.process-callback';
+export const CALLBACK_TASK = 'channels.process-callback' satisfies TaskName;
+/** As every queued job (src/jobs/queue.ts). */
+const CALLBACK_MAX_ATTEMPTS = 10;
 
 export interface CallbackRow {
   id: string;
@@ -14,12 +17,24 @@ export interface CallbackRow {
 }
 
 export const callbackRepo = {
-  /** Stores a verified callback and queues its processing, in the caller's transaction: stored exactly when queued. */
-  async store(tx: Tx, callback: { provider: string; object: string; body: string }, now: Date): Promise<string> {
-    const id = newId('cb');
-    await tx.query('INSERT INTO provider_callbacks (id, provider, object, body, received_at) VALUES ($1, $2, $3, $4, $5)', [id, callback.provider, callback.object, callback.body, now]);
-    await enqueue(tx, now, { task: CALLBACK_TASK, payload: { callbackId: id } });
-    return id;
+  /**
+   * Stores verified callbacks and queues the processing job of each, in one statement in the caller's transaction:
+   * each is stored exactly when it is queued. The callbacks' ids, in order.
+   */
+  async store(tx: Tx, callbacks: ReadonlyArray<{ provider: string; object: string; body: string }>, now: Date): Promise<string[]> {
+    const ids = callbacks.map(() => newId('cb'));
+    await tx.query(
+      `WITH stored AS (
+         INSERT INTO provider_callbacks (id, provider, object, body, received_at)
+         SELECT c.id, c.provider, c.object, c.body, $5 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS c(id, provider, object, body)
+         RETURNING id
+       )
+       INSERT INTO jobs (task, payload, run_at, max_attempts, created_at, updated_at)
+       SELECT $6, jsonb_build_object('callbackId', stored.id), $5, $7, $5, $5 FROM stored`,
+      [ids, callbacks.map((c) => c.provider), callbacks.map((c) => c.object), callbacks.map((c) => c.body), now, CALLBACK_TASK, CALLBACK_MAX_ATTEMPTS],
+    );
+    tx.notify(JOBS_CHANNEL);
+    return ids;
   },
 
   async get(db: Queryable, id: string): Promise<CallbackRow | undefined> {
@@ -29,4 +44,16 @@ export const callbackRepo = {
   async markProcessed(db: Queryable, id: string, now: Date): Promise<void> {
     await db.query('UPDATE provider_callbacks SET processed_at = $2 WHERE id = $1', [id, now]);
   },
+
+  /** Deletes processed callbacks received before `cutoff` (retention); how many. Unprocessed ones are kept. */
+  async purgeProcessed(db: Queryable, cutoff: Date): Promise<number> {
+    const rows = await db.query('DELETE FROM provider_callbacks WHERE processed_at IS NOT NULL AND processed_at < $1 RETURNING id', [cutoff]);
+    return rows.length;
+  },
 };
+
+/**
+ * How long a processed callback is kept: Meta retries a callback for up to 7 days, and the body holds guests'
+ * messages, kept as messages anyway; a week leaves time to look into a processing problem.
+ */
+export const CALLBACK_RETENTION_MS = 7 * 24 * 3600 * 1000;

@@ -3,7 +3,8 @@ import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db/driver.js';
 import { DomainError } from '../errors.js';
-import { JOBS_CHANNEL } from '../jobs/queue.js';
+import { isDatabaseUnavailable } from '../db/unavailable.js';
+import { GroupCommit } from '../util/group-commit.js';
 import { callbackRepo } from './callback-repo.js';
 import { isMessagingEnvelope, isWhatsAppEnvelope } from './providers/meta/payload-schemas.js';
 import { verifyMetaSignature } from './providers/meta/signature.js';
@@ -13,6 +14,8 @@ const META_OBJECTS = new Set(['whatsapp_business_account', 'page', 'instagram'])
 /** Meta batches up to 1,000 updates a callback; the cap leaves room for long texts. */
 const MAX_CALLBACK_BYTES = 16 * 1024 * 1024;
 const PATHS = ['/providers/meta/webhook', '/providers/whatsapp/webhook'];
+/** Callbacks stored together at most (their bodies are small, usually one message each), and groups written at once. */
+const STORE_GROUP = { maxGroup: 64, maxInFlight: 2, minBeside: 1 };
 
 /** The envelope only (object, entries, changes or messaging lists): items are checked one by one by the parser in the job. */
 function envelopeObject(payload: unknown): string | undefined {
@@ -28,6 +31,12 @@ function envelopeObject(payload: unknown): string | undefined {
  * (src/channels/callbacks.ts). `/providers/whatsapp/webhook` is the earlier path, kept as an alias.
  */
 export function metaCallbackRoutes(config: Config, db: Db, clock: Clock) {
+  // Callbacks arriving together are stored by one statement in one transaction (a burst of Meta's retries or a busy
+  // number's traffic costs one commit per group, not one per callback); each is answered once its group committed.
+  const stores = new GroupCommit<{ provider: string; object: string; body: string }, string>(
+    (callbacks) => db.transaction((tx) => callbackRepo.store(tx, callbacks, clock.now())),
+    { ...STORE_GROUP, retryAlone: (error) => !isDatabaseUnavailable(error) },
+  );
   return async (app: FastifyInstance): Promise<void> => {
     app.removeAllContentTypeParsers();
     app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_CALLBACK_BYTES }, (_request, body, done) => done(null, body));
@@ -56,10 +65,7 @@ export function metaCallbackRoutes(config: Config, db: Db, clock: Clock) {
         }
         const object = envelopeObject(payload);
         if (!object) throw new DomainError('M2M_INVALID_REQUEST', 'not a Meta callback of a known object (whatsapp_business_account, page, instagram)');
-        await db.transaction(async (tx) => {
-          await callbackRepo.store(tx, { provider: 'meta', object, body: text }, clock.now());
-          tx.notify(JOBS_CHANNEL);
-        });
+        await stores.submit({ provider: 'meta', object, body: text });
         return { received: true };
       });
     }

@@ -5,16 +5,32 @@ import { DomainError } from '../errors.js';
 import type { ClaimedJob, JobContext, JobRunner } from '../jobs/runner.js';
 import type { JobWorker } from '../jobs/worker.js';
 import { noWorkCounters, type WorkCounters } from '../metrics/counters.js';
-import { writeInbound, type InboundInput } from '../conversations/inbox.js';
+import { writeExternalOutbound, writeInbound, type InboundInput } from '../conversations/inbox.js';
 import { conversationRepo } from '../conversations/repo.js';
 import { messageRequestRepo } from '../messaging/repo.js';
 import { moveStatus } from '../messaging/status.js';
 import { closeWindow } from '../messaging/window.js';
 import { CALLBACK_TASK, callbackRepo } from './callback-repo.js';
 import { queueMediaDownload } from './media-download.js';
+import { queueContactProfile } from './contact-profile.js';
 import { channelRepo, type ChannelRow } from './repo.js';
 import { parseMetaCallback } from './providers/meta/parse.js';
-import type { DeliveryStatusEvent, InboundEvent, InboundMessageEvent } from './providers/types.js';
+import type { DeliveryStatusEvent, InboundEvent, InboundMessageEvent, WatermarkEvent } from './providers/types.js';
+
+/**
+ * A Messenger/Instagram echo of a send whose provider call is still under way is not stored yet: the send records
+ * its provider id right after the call, and the callback job retries (with backoff) until it has. A call started
+ * longer ago than this is taken as lost (its echo is then stored as `external`).
+ */
+const ECHO_WAIT_MS = 120_000;
+
+/** An event that must wait for other work to commit: the callback job fails this attempt and retries later. */
+export class CallbackNotReady extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'CallbackNotReady';
+  }
+}
 
 /** Events applied per transaction: a big callback commits in steps and lets other work run between them. */
 const BATCH = 100;
@@ -67,7 +83,7 @@ export function registerCallbackProcessing(runner: JobRunner, deps: { db: Db; lo
           if (outcome === 'applied') applied++;
           else if (outcome === 'duplicate') duplicates++;
           else skipped++;
-          if (event.kind === 'message') inboundChannels.add(channel.id);
+          if (event.kind === 'message' && !event.echo) inboundChannels.add(channel.id);
         }
         await channelRepo.noteInbound(tx, [...inboundChannels], now);
         if (last) {
@@ -138,17 +154,73 @@ async function apply(tx: Tx, event: InboundEvent, channel: ChannelRow, now: Date
       await channelRepo.noteError(tx, channel.tenant_id, channel.id, event.error, false, now);
       return 'applied';
     case 'watermark':
-      return 'skipped';
+      return applyWatermark(tx, event, channel, now);
   }
 }
 
+/** Messenger and Instagram address guests by page-scoped id: a new contact's profile name is looked up by a job. */
+const BY_HANDLE = new Set<ChannelRow['provider']>(['messenger', 'instagram']);
+
 async function applyMessage(tx: Tx, event: InboundMessageEvent, channel: ChannelRow, now: Date): Promise<Outcome> {
-  // Echoes (Messenger/Instagram) come with the next issue's providers.
-  if (event.echo) return 'skipped';
+  if (event.echo) return applyEcho(tx, event, event.echo.recipient.handle, channel, now);
+  const handle = BY_HANDLE.has(channel.provider) ? event.sender.handle : undefined;
+  const known = handle ? await conversationRepo.findContactByHandle(tx, channel.tenant_id, handle) : undefined;
   const written = await writeInbound(tx, channel, await inboundInput(tx, event, channel, now), now);
   if (!written) return 'duplicate';
   if (event.media) await queueMediaDownload(tx, now, channel.tenant_id, written.messageId);
+  if (handle && !known && !event.sender.profileName) await queueContactProfile(tx, now, channel.tenant_id, channel.id, written.contactId);
   return 'applied';
+}
+
+/**
+ * A Messenger/Instagram echo: the business's own message. One this service sent (its provider id is on one of our
+ * sends) writes nothing; one from another tool is stored as an outbound message with `source: external`
+ * (decisions 7.1). A send of the conversation still in its provider call may be this echo's: the event waits.
+ */
+async function applyEcho(tx: Tx, event: InboundMessageEvent, guest: string | undefined, channel: ChannelRow, now: Date): Promise<Outcome> {
+  if (!guest) return 'skipped';
+  const ours = await messageRequestRepo.getByProviderId(tx, channel.provider, event.providerMessageId);
+  if (ours && ours.channel_id === channel.id) return 'duplicate';
+  const contact = await conversationRepo.findContactByHandle(tx, channel.tenant_id, guest);
+  const conversation = contact ? await conversationRepo.findConversation(tx, channel.tenant_id, channel.id, contact.id) : undefined;
+  if (conversation && (await messageRequestRepo.dispatchInFlight(tx, channel.tenant_id, conversation.id, now, ECHO_WAIT_MS))) {
+    throw new CallbackNotReady(`an echo on conversation ${conversation.id} waits for a send under way to record its provider id`);
+  }
+  const input = await inboundInput(tx, { ...event, sender: { handle: guest } }, channel, now);
+  const written = await writeExternalOutbound(tx, channel, input, now);
+  if (!written) return 'duplicate';
+  if (event.media) await queueMediaDownload(tx, now, channel.tenant_id, written.messageId);
+  return 'applied';
+}
+
+/**
+ * Messenger `delivery`/`read` and Instagram `messaging_seen`: every send of the guest's conversation the receipt
+ * reaches moves forward (only forward, message_status_moves) and emits message.delivery.updated; a read sets
+ * readAt. Meta's watermark covers every message sent at or before it, which our sends' creation time stands for;
+ * Instagram names the message seen instead, which covers it and every earlier one.
+ */
+async function applyWatermark(tx: Tx, event: WatermarkEvent, channel: ChannelRow, now: Date): Promise<Outcome> {
+  const handle = event.contact.handle;
+  if (!handle) return 'skipped';
+  const contact = await conversationRepo.findContactByHandle(tx, channel.tenant_id, handle);
+  const conversation = contact ? await conversationRepo.findConversation(tx, channel.tenant_id, channel.id, contact.id) : undefined;
+  if (!conversation) return 'skipped';
+  let watermark = event.watermark ?? null;
+  if (!watermark) {
+    // Instagram: the newest named message stands for the watermark.
+    for (const id of event.providerMessageIds) {
+      const row = await messageRequestRepo.getByProviderId(tx, channel.provider, id);
+      if (row && row.channel_id === channel.id && (!watermark || row.created_at > watermark)) watermark = row.created_at;
+    }
+  }
+  const reached = await messageRequestRepo.reachedByWatermark(tx, channel.tenant_id, conversation.id, event.status, watermark, event.providerMessageIds);
+  const happened = event.timestamp ?? event.watermark ?? now;
+  const at = happened.getTime() > now.getTime() ? now : happened;
+  let moved = 0;
+  for (const row of reached.reverse()) {
+    if ((await moveStatus(tx, now, row, event.status, null, at)) !== row) moved++;
+  }
+  return moved > 0 ? 'applied' : 'duplicate';
 }
 
 async function applyStatus(tx: Tx, event: DeliveryStatusEvent, channel: ChannelRow, now: Date): Promise<Outcome> {

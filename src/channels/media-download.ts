@@ -5,7 +5,7 @@ import type { JobWorker } from '../jobs/worker.js';
 import type { BlobStore } from '../knowledge/blob-key.js';
 import type { MessageContent } from '../conversations/repo.js';
 import { ChannelSendError, type ChannelConnection } from './providers/types.js';
-import { MediaDownloadError } from './providers/meta/graph-client.js';
+import { MediaDownloadError, type DownloadOptions, type MediaDownload } from './providers/meta/graph-client.js';
 import type { WhatsAppCloudProvider } from './providers/meta/whatsapp.js';
 import type { ChannelRow } from './repo.js';
 
@@ -18,6 +18,8 @@ export interface MediaDownloadDeps {
   db: Db;
   blobs: BlobStore;
   whatsapp: WhatsAppCloudProvider;
+  /** Fetches a Messenger/Instagram attachment URL (signed by Meta's CDN, no token) through the SSRF guard. */
+  downloadUrl: (url: string, options: Omit<DownloadOptions, 'dispatcher'>) => Promise<MediaDownload>;
   openConnection: (row: ChannelAccess) => ChannelConnection | undefined;
   /** MEDIA_MAX_BYTES: larger media end `failed` with reason `too_large`. */
   maxBytes: number;
@@ -35,7 +37,8 @@ export function mediaBlobKey(tenantId: string, messageId: string): string {
 
 /**
  * Inbound media into the blob store (decisions 7.2): WhatsApp `GET /{media-id}`, then its URL with the bearer
- * token, at most MEDIA_MAX_BYTES. Success: `media.status: ready` with the size and the type the answer carried.
+ * token; Messenger/Instagram the attachment URL of the callback (no token, through the SSRF guard, up to 3
+ * redirects); at most MEDIA_MAX_BYTES. Success: `media.status: ready` with the size and the type the answer carried.
  * A refusal that a retry would repeat (too large, wrong type, gone) or the last attempt: `failed` with `reason`;
  * the message is kept either way.
  */
@@ -56,15 +59,22 @@ export function registerMediaDownload(runner: JobRunner, deps: MediaDownloadDeps
     try {
       const { provider, connection: stored, connection_secret } = found;
       const connection = provider && stored ? deps.openConnection({ provider, connection: stored, connection_secret }) : undefined;
-      if (connection?.provider !== 'whatsapp_cloud' || !media.providerMediaId) {
+      let download: MediaDownload;
+      if (connection?.provider === 'whatsapp_cloud' && media.providerMediaId) {
+        download = await deps.whatsapp.downloadMedia(media.providerMediaId, connection, { maxBytes: deps.maxBytes, expectedContentType: media.contentType, signal: ctx.signal });
+      } else if ((connection?.provider === 'messenger' || connection?.provider === 'instagram') && media.url) {
+        // Meta names no type for these: the answer's Content-Type is the media's.
+        download = await deps.downloadUrl(media.url, { maxBytes: deps.maxBytes, maxRedirects: 3, signal: ctx.signal });
+      } else {
         throw new MediaDownloadError('not_found', 'no way to fetch this media from its channel', false);
       }
-      const download = await deps.whatsapp.downloadMedia(media.providerMediaId, connection, { maxBytes: deps.maxBytes, expectedContentType: media.contentType, signal: ctx.signal });
       const chunks: Buffer[] = [];
       for await (const chunk of download.body) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array));
       const bytes = Buffer.concat(chunks);
       await deps.blobs.put(mediaBlobKey(tenantId, messageId), bytes);
-      outcome = { ...media, contentType: download.contentType, sizeBytes: bytes.length, status: 'ready' };
+      // The attachment URL is signed and short-lived: it is not kept once the bytes are ours.
+      const { url: _url, ...kept } = media;
+      outcome = { ...kept, contentType: download.contentType, sizeBytes: bytes.length, status: 'ready' };
     } catch (error) {
       const reason = error instanceof MediaDownloadError ? error.reason : error instanceof ChannelSendError ? error.code : 'internal_error';
       const retryable = error instanceof MediaDownloadError || error instanceof ChannelSendError ? error.retryable : true;

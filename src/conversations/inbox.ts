@@ -102,6 +102,26 @@ export async function writeInbound(tx: Tx, channel: ChannelRow, input: InboundIn
   return { conversationId: conversation.id, messageId, contactId: contact.id };
 }
 
+/**
+ * A message the business sent from another tool (a Messenger/Instagram echo not sent by this service): stored as an
+ * outbound message with `source: external` on the guest's conversation (created if needed), the last activity
+ * moved, message.created emitted (`direction: outbound`); no obligation changes. Undefined when the channel already
+ * has this provider message id (a redelivery).
+ */
+export async function writeExternalOutbound(tx: Tx, channel: ChannelRow, input: InboundInput, now: Date): Promise<{ conversationId: string; messageId: string; contactId: string } | undefined> {
+  const tenantId = channel.tenant_id;
+  const contact = await ensureContact(tx, tenantId, input.contact, now);
+  const conversation = await ensureConversation(tx, tenantId, channel, contact, input.at);
+  await conversationRepo.get(tx, tenantId, conversation.id, true);
+  const messageId = newId('msg');
+  const { contact: _, text, at, ...content } = input;
+  const inserted = await conversationRepo.insertMessage(tx, { ...content, source: 'external', id: messageId, tenantId, conversationId: conversation.id, direction: 'outbound', text, now: at, channelId: channel.id });
+  if (!inserted) return undefined;
+  await conversationRepo.recordExternalOutbound(tx, tenantId, conversation.id, { preview: preview(text || `[${input.type ?? 'text'}]`), at, now });
+  await emit(tx, now, tenantId, 'message.created', { messageId, conversationId: conversation.id, direction: 'outbound', channel: channel.kind, type: messageType(input.type) });
+  return { conversationId: conversation.id, messageId, contactId: contact.id };
+}
+
 function messageType(type: string | undefined): (typeof MESSAGE_TYPES)[number] {
   return MESSAGE_TYPES.find((known) => known === type) ?? 'unsupported';
 }

@@ -240,6 +240,17 @@ export const conversationRepo = {
     );
   },
 
+  /** An outbound message sent at `at` from outside this service (a Messenger/Instagram echo): the last activity only. */
+  async recordExternalOutbound(db: Queryable, tenantId: string, conversationId: string, fields: { preview: string; at: Date; now: Date }): Promise<void> {
+    await db.query(
+      `UPDATE conversations SET updated_at = $4,
+         last_message_preview = CASE WHEN $3 >= last_message_at THEN $2 ELSE last_message_preview END,
+         last_message_at = GREATEST(last_message_at, $3)
+       WHERE id = $1 AND tenant_id = $5`,
+      [conversationId, fields.preview, fields.at, fields.now, tenantId],
+    );
+  },
+
   async markRead(db: Queryable, tenantId: string, conversationId: string, actorId: string, now: Date): Promise<void> {
     await db.query(`UPDATE conversations SET unread_count = 0, last_read_at = $3, last_read_by = $2, updated_at = $3 WHERE id = $1 AND tenant_id = $4`, [
       conversationId,

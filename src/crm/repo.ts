@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/driver.js';
+import { equalIfGiven, olderThan } from '../db/sql.js';
 
 export type FollowUpStatus = 'pending' | 'scheduled' | 'sending' | 'sent' | 'dismissed' | 'canceled' | 'expired' | 'failed';
 
@@ -120,15 +121,15 @@ export const crmRepo = {
   },
 
   async listFollowUps(db: Queryable, tenantId: string, filter: FollowUpFilter, page: { limit: number; after?: { at: string; id: string } }): Promise<FollowUpRow[]> {
-    return db.query<FollowUpRow>(
-      `SELECT * FROM follow_ups WHERE tenant_id = $1
-         AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR mode = $3)
-         AND ($4::text IS NULL OR lead_id = $4) AND ($5::text IS NULL OR conversation_id = $5)
-         AND ($6::timestamptz IS NULL OR due_at > $6)
-         AND ($7::timestamptz IS NULL OR (created_at, id) < ($7::timestamptz, $8::text))
-       ORDER BY created_at DESC, id DESC LIMIT $9`,
-      [tenantId, filter.status ?? null, filter.mode ?? null, filter.leadId ?? null, filter.conversationId ?? null, filter.dueAfter ?? null, page.after?.at ?? null, page.after?.id ?? null, page.limit],
-    );
+    const params: unknown[] = [tenantId];
+    let where = equalIfGiven(params, { status: filter.status, mode: filter.mode, lead_id: filter.leadId, conversation_id: filter.conversationId });
+    if (filter.dueAfter !== undefined) {
+      params.push(filter.dueAfter);
+      where += ` AND due_at > $${params.length}`;
+    }
+    if (page.after) where += ` AND ${olderThan(params, 'created_at', 'id', page.after)}`;
+    params.push(page.limit);
+    return db.query<FollowUpRow>(`SELECT * FROM follow_ups WHERE tenant_id = $1${where} ORDER BY created_at DESC, id DESC LIMIT $${params.length}`, params);
   },
 
   async updateFollowUp(

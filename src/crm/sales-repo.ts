@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/driver.js';
+import { equalIfGiven, olderThan } from '../db/sql.js';
 import type { LeadRow, OpportunityRow } from './repo.js';
 
 /** A keyset position: newest first by (created_at, id). */
@@ -22,24 +23,19 @@ export interface OpportunityFilter {
 /** The sales reads of an integrator: leads and opportunities, newest first. */
 export const salesRepo = {
   async listLeads(db: Queryable, tenantId: string, filter: LeadFilter, page: { limit: number; after?: Position }): Promise<LeadRow[]> {
-    return db.query<LeadRow>(
-      `SELECT * FROM leads WHERE tenant_id = $1
-         AND ($2::text IS NULL OR conversation_id = $2) AND ($3::text IS NULL OR phone_e164 = $3)
-         AND ($4::timestamptz IS NULL OR (created_at, id) < ($4::timestamptz, $5::text))
-       ORDER BY created_at DESC, id DESC LIMIT $6`,
-      [tenantId, filter.conversationId ?? null, filter.phone ?? null, page.after?.at ?? null, page.after?.id ?? null, page.limit],
-    );
+    const params: unknown[] = [tenantId];
+    let where = equalIfGiven(params, { conversation_id: filter.conversationId, phone_e164: filter.phone });
+    if (page.after) where += ` AND ${olderThan(params, 'created_at', 'id', page.after)}`;
+    params.push(page.limit);
+    return db.query<LeadRow>(`SELECT * FROM leads WHERE tenant_id = $1${where} ORDER BY created_at DESC, id DESC LIMIT $${params.length}`, params);
   },
 
   async listOpportunities(db: Queryable, tenantId: string, filter: OpportunityFilter, page: { limit: number; after?: Position }): Promise<OpportunityRow[]> {
-    return db.query<OpportunityRow>(
-      `SELECT * FROM opportunities WHERE tenant_id = $1
-         AND ($2::text IS NULL OR lead_id = $2) AND ($3::text IS NULL OR conversation_id = $3)
-         AND ($4::text IS NULL OR stage = $4) AND ($5::text IS NULL OR status = $5)
-         AND ($6::timestamptz IS NULL OR (created_at, id) < ($6::timestamptz, $7::text))
-       ORDER BY created_at DESC, id DESC LIMIT $8`,
-      [tenantId, filter.leadId ?? null, filter.conversationId ?? null, filter.stage ?? null, filter.status ?? null, page.after?.at ?? null, page.after?.id ?? null, page.limit],
-    );
+    const params: unknown[] = [tenantId];
+    let where = equalIfGiven(params, { lead_id: filter.leadId, conversation_id: filter.conversationId, stage: filter.stage, status: filter.status });
+    if (page.after) where += ` AND ${olderThan(params, 'created_at', 'id', page.after)}`;
+    params.push(page.limit);
+    return db.query<OpportunityRow>(`SELECT * FROM opportunities WHERE tenant_id = $1${where} ORDER BY created_at DESC, id DESC LIMIT $${params.length}`, params);
   },
 
   async getOpportunity(db: Queryable, tenantId: string, id: string): Promise<OpportunityRow | undefined> {

@@ -1,4 +1,5 @@
-// The PostgreSQL driver (node-postgres): the pool, transactions and LISTEN/NOTIFY.
+// The PostgreSQL driver (node-postgres): prepared statements, the pool, transactions and LISTEN/NOTIFY.
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { Db, PoolUse, Tx } from './interface.js';
 import { epochMsOfTimestamptz } from './timestamp.js';
@@ -18,9 +19,23 @@ function sqlLiteral(value: string): string {
   return `'${value.replace(/'/g, "''")}'`;
 }
 
-/** A statement for node-postgres: parameterised ones go through the extended protocol, planned for their values. */
+/**
+ * Parameterised statements run as named prepared statements, one per SQL text and connection: PostgreSQL parses
+ * each text once per connection, and its plan cache (the server's `plan_cache_mode`, `auto` by default) keeps a
+ * generic plan where one is as good as the custom ones (docs/decisions.md, "Prepared statements"). Texts come from
+ * the code's query builders, so they are few; past MAX_NAMED distinct texts, new ones run unnamed.
+ */
+const MAX_NAMED = 500;
+const statementNames = new Map<string, string>();
+
 function statement(sql: string, params: readonly unknown[] | undefined): pg.QueryConfig {
-  return params ? { text: sql, values: [...params] } : { text: sql };
+  if (!params) return { text: sql };
+  let name = statementNames.get(sql);
+  if (!name && statementNames.size < MAX_NAMED) {
+    name = `s_${createHash('sha1').update(sql).digest('base64url')}`;
+    statementNames.set(sql, name);
+  }
+  return { name, text: sql, values: [...params] };
 }
 
 /** Connection settings for our schema: public stays on the path for extension objects (pg_trgm lives there). */

@@ -33,3 +33,19 @@ export function olderThan(params: unknown[], atColumn: string, idColumn: string,
   params.push(after.at, after.id);
   return `(${atColumn}, ${idColumn}) < ($${params.length - 1}::timestamptz, $${params.length})`;
 }
+
+/**
+ * ` AND column = $n` for each filter given (undefined ones are left out), its value appended to `params`. A list
+ * with optional filters is then one statement per combination of filters, each planned for what it filters, instead
+ * of one catch-all (`$n IS NULL OR column = $n`) whose kept generic plan would fit none of them. Columns are the
+ * code's own names, never input.
+ */
+export function equalIfGiven(params: unknown[], filters: Record<string, string | number | undefined>): string {
+  let sql = '';
+  for (const [column, value] of Object.entries(filters)) {
+    if (value === undefined) continue;
+    params.push(value);
+    sql += ` AND ${column} = $${params.length}`;
+  }
+  return sql;
+}

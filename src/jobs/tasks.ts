@@ -16,6 +16,8 @@ export interface Tasks {
   /** One channel (on creation) or, without one, every whatsapp_cloud channel (and the next run scheduled). */
   'channels.template-sync': { channelId?: string };
   'channels.media-download': { messageId: string };
+  /** The profile name of a Messenger/Instagram contact (src/channels/contact-profile.ts). */
+  'channels.contact-profile': { channelId: string; contactId: string };
 }
 
 /** A task that is queued without a payload (stored as `{}`). */

@@ -34,7 +34,7 @@ export interface SendPipelineDeps {
 
 /** The neutral request of a queued message: the start template with its body parameter, or plain text. */
 function outboundRequest(row: DispatchRow): OutboundRequest {
-  const recipient = row.recipient_phone ? { phone: row.recipient_phone } : row.recipient_handle ? { handle: row.recipient_handle } : {};
+  const recipient = { ...(row.recipient_phone ? { phone: row.recipient_phone } : {}), ...(row.recipient_handle ? { handle: row.recipient_handle } : {}) };
   return row.template_name
     ? { kind: 'template', name: row.template_name, locale: row.locale ?? 'en_US', bodyParameters: [row.text], recipient }
     : { kind: 'text', text: row.text, recipient };

@@ -34,11 +34,11 @@ export interface DispatchStart {
   at: Date;
 }
 
-/** A request about to be sent, with its channel's provider and connection (tokens still sealed). */
-export type DispatchRow = MessageRequestRow & { channel_provider: ChannelRow['provider'] } & Pick<ChannelRow, 'connection' | 'connection_secret'> & {
-  /** The contact's handle (page-scoped id, webchat visitor id), read when the request has no phone. */
-  recipient_handle: string | null;
-};
+/**
+ * A request about to be sent, with its channel's provider and connection (tokens still sealed) and the recipient's
+ * page-scoped id (Messenger/Instagram address guests by the contact's handle, not by phone).
+ */
+export type DispatchRow = MessageRequestRow & { channel_provider: ChannelRow['provider']; recipient_handle: string | null } & Pick<ChannelRow, 'connection' | 'connection_secret'>;
 
 /** A send the provider accepted, as message_sends_accepted (src/messaging/sql/message_sends_accepted.sql) records it. */
 export interface AcceptedSend {
@@ -76,6 +76,46 @@ export const messageRequestRepo = {
     )[0];
   },
 
+  /**
+   * A send of the conversation whose provider call is under way (started within `sinceMs`, no provider id yet): a
+   * Messenger/Instagram echo of it may arrive before its id is recorded. Through the conversation's messages
+   * (indexed by conversation), then each request by its key.
+   */
+  async dispatchInFlight(db: Queryable, tenantId: string, conversationId: string, now: Date, sinceMs: number): Promise<boolean> {
+    const rows = await db.query<{ id: string }>(
+      `SELECT r.id FROM messages m JOIN message_requests r ON r.id = m.request_event_id AND r.tenant_id = m.tenant_id
+       WHERE m.tenant_id = $1 AND m.conversation_id = $2 AND m.direction = 'outbound' AND m.created_at >= $3::timestamptz - interval '1 day'
+         AND r.status = 'queued' AND r.provider_message_id IS NULL AND r.dispatching_at >= $3::timestamptz - make_interval(secs => $4::double precision / 1000)
+       LIMIT 1`,
+      [tenantId, conversationId, now, sinceMs],
+    );
+    return rows.length > 0;
+  },
+
+  /**
+   * The conversation's sends a Messenger/Instagram receipt reaches, locked: those still before `status` (sent, or
+   * sent and delivered for a read) created at or before the watermark, or named by provider id. The newest 200 at
+   * most: older ones were reached by earlier receipts.
+   */
+  async reachedByWatermark(
+    db: Queryable,
+    tenantId: string,
+    conversationId: string,
+    status: 'delivered' | 'read',
+    watermark: Date | null,
+    providerMessageIds: readonly string[],
+  ): Promise<MessageRequestRow[]> {
+    return db.query<MessageRequestRow>(
+      `SELECT r.* FROM messages m JOIN message_requests r ON r.id = m.request_event_id AND r.tenant_id = m.tenant_id
+       WHERE m.tenant_id = $1 AND m.conversation_id = $2 AND m.direction = 'outbound'
+         AND r.status = ANY($3::text[]) AND r.provider_message_id IS NOT NULL
+         AND (m.created_at <= $4::timestamptz OR r.provider_message_id = ANY($5::text[]))
+       ORDER BY m.created_at DESC, m.id DESC LIMIT 200
+       FOR NO KEY UPDATE OF r`,
+      [tenantId, conversationId, status === 'read' ? ['sent', 'delivered'] : ['sent'], watermark, providerMessageIds],
+    );
+  },
+
   async hasUnreconciledFailure(db: Queryable, tenantId: string, recipientPhone: string): Promise<string | undefined> {
     const rows = await db.query<{ id: string }>(
       `SELECT id FROM message_requests WHERE tenant_id = $1 AND recipient_phone = $2 AND status = 'failed' AND reconciled_at IS NULL ORDER BY created_at DESC LIMIT 1`,
@@ -99,8 +139,9 @@ export const messageRequestRepo = {
        WHERE r.tenant_id = d.tenant_id AND r.id = d.id AND r.status = 'queued' AND r.provider_message_id IS NULL AND r.dispatching_at IS NULL
          AND c.id = r.channel_id AND c.tenant_id = r.tenant_id
        RETURNING r.*, c.provider AS channel_provider, c.connection, c.connection_secret,
-         CASE WHEN r.recipient_phone IS NULL THEN (SELECT ct.handle FROM conversations cv JOIN contacts ct ON ct.id = cv.contact_id AND ct.tenant_id = cv.tenant_id
-                                                   WHERE cv.id = r.conversation_id AND cv.tenant_id = r.tenant_id) END AS recipient_handle`,
+         CASE WHEN c.provider IN ('messenger', 'instagram') THEN
+           (SELECT ct.handle FROM conversations cv JOIN contacts ct ON ct.id = cv.contact_id AND ct.tenant_id = cv.tenant_id
+            WHERE cv.id = r.conversation_id AND cv.tenant_id = r.tenant_id) END AS recipient_handle`,
       [requests.map((r) => r.tenantId), requests.map((r) => r.id), requests.map((r) => r.at)],
     );
     const byId = new Map(rows.map((row) => [`${row.tenant_id}/${row.id}`, row]));

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/driver.js';
+import { equalIfGiven } from '../db/sql.js';
 import type { LifecycleEvent } from './lifecycle-types.js';
 import type { AttemptRow } from './lifecycle-repo.js';
 
@@ -25,25 +26,32 @@ export const historyRepo = {
   },
 
   async attempts(db: Queryable, tenantId: string, reservationId: string, page: { limit: number; beforeId?: number }): Promise<AttemptRow[]> {
-    return db.query<AttemptRow>(
-      `SELECT * FROM lifecycle_attempts WHERE tenant_id = $1 AND reservation_id = $2 AND ($3::bigint IS NULL OR id < $3)
-       ORDER BY id DESC LIMIT $4`,
-      [tenantId, reservationId, page.beforeId ?? null, page.limit],
-    );
+    const params: unknown[] = [tenantId, reservationId];
+    const before = beforeIfGiven(params, 'id', page.beforeId);
+    params.push(page.limit);
+    return db.query<AttemptRow>(`SELECT * FROM lifecycle_attempts WHERE tenant_id = $1 AND reservation_id = $2${before} ORDER BY id DESC LIMIT $${params.length}`, params);
   },
 
   /** would_send attempts with the current status of the message each queued. */
   async receipts(db: Queryable, tenantId: string, filter: { integrationId?: string; eventType?: string }, page: { limit: number; beforeId?: number }): Promise<ReceiptRow[]> {
+    const params: unknown[] = [tenantId];
+    const where = equalIfGiven(params, { 'm.integration_id': filter.integrationId, 'a.event_type': filter.eventType }) + beforeIfGiven(params, 'a.id', page.beforeId);
+    params.push(page.limit);
     return db.query<ReceiptRow>(
       `SELECT a.id, m.integration_id, m.provider_reservation_id, a.event_type, a.conversation_id, a.request_event_id, r.status, a.created_at
        FROM lifecycle_attempts a
        JOIN reservation_mirrors m ON m.id = a.reservation_id
        JOIN message_requests r ON r.id = a.request_event_id
-       WHERE a.tenant_id = $1 AND a.result = 'would_send' AND a.conversation_id IS NOT NULL
-         AND ($2::text IS NULL OR m.integration_id = $2) AND ($3::text IS NULL OR a.event_type = $3)
-         AND ($4::bigint IS NULL OR a.id < $4)
-       ORDER BY a.id DESC LIMIT $5`,
-      [tenantId, filter.integrationId ?? null, filter.eventType ?? null, page.beforeId ?? null, page.limit],
+       WHERE a.tenant_id = $1 AND a.result = 'would_send' AND a.conversation_id IS NOT NULL${where}
+       ORDER BY a.id DESC LIMIT $${params.length}`,
+      params,
     );
   },
 };
+
+/** ` AND column < $n` (a newest-first page by id) when a position is given. */
+function beforeIfGiven(params: unknown[], column: string, beforeId: number | undefined): string {
+  if (beforeId === undefined) return '';
+  params.push(beforeId);
+  return ` AND ${column} < $${params.length}`;
+}

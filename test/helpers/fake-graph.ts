@@ -171,6 +171,9 @@ export async function startFakeGraph(options: FakeGraphOptions = {}) {
   const pages = new Map<string, { token: string; platform: 'messenger' | 'instagram' }>();
   const profiles = new Map<string, { name?: string; username?: string }>();
   const media = new Map<string, Media>();
+  const cdn = new Map<string, { bytes: Buffer; mimeType: string }>();
+  /** Message ids the Send API answers next (a test that must know the id before the answer). */
+  const nextMessageIds: string[] = [];
   const requests: RecordedRequest[] = [];
   const injected: Injected[] = [];
   let delayMs = 0;
@@ -225,6 +228,14 @@ export async function startFakeGraph(options: FakeGraphOptions = {}) {
   }
 
   async function route(req: http.IncomingMessage, url: URL, raw: Buffer, record: RecordedRequest): Promise<Answer> {
+    // Messenger/Instagram attachment URLs: signed CDN links, no token; `/cdn/redirect/…` answers 302 to `/cdn/…` as lookaside URLs do.
+    const cdnPath = /^\/cdn\/(redirect\/)?(.+)$/.exec(url.pathname);
+    if (cdnPath) {
+      if (cdnPath[1]) return { status: 302, body: '', headers: { location: `/cdn/${cdnPath[2]}${url.search}` } };
+      const item = cdn.get(cdnPath[2]);
+      if (!item) return { status: 404, body: 'Not Found' };
+      return { status: 200, body: item.bytes, headers: { 'content-type': item.mimeType, 'content-length': String(item.bytes.length) } };
+    }
     // Media bytes: the short-lived URL `GET /{media-id}` hands out, bearer token required.
     const bytesPath = /^\/whatsapp_business\/attachments\/([^/]+)$/.exec(url.pathname);
     if (bytesPath) {
@@ -263,7 +274,7 @@ export async function startFakeGraph(options: FakeGraphOptions = {}) {
     const page = pages.get(id);
     if (page) {
       if (token !== page.token) return metaError(401, 190, 'Invalid OAuth access token - Cannot parse access token');
-      if (req.method === 'POST' && edge === 'messages') return sendApi(json);
+      if (req.method === 'POST' && edge === 'messages') return sendApi(json, page.platform);
       if (req.method === 'POST' && edge === 'message_attachments') return attachmentUpload(await parseForm(req, raw, record), page.platform);
       return invalidParameter(`unsupported ${req.method} /${edge ?? ''} on a page`);
     }
@@ -322,10 +333,13 @@ export async function startFakeGraph(options: FakeGraphOptions = {}) {
     return { status: 200, body: { data, paging: { cursors, ...nextUrl } } };
   }
 
-  function sendApi(json: unknown): Answer {
+  function sendApi(json: unknown, platform: 'messenger' | 'instagram'): Answer {
     if (!isSendApi(json)) return invalidParameter('the request does not match the Send API');
+    // Instagram's Send API documents one reaction, by name; Instagram text is at most 1,000 bytes.
+    if (platform === 'instagram' && 'payload' in json && 'reaction' in json.payload && json.payload.reaction !== 'love') return invalidParameter('reaction must be love');
+    if (platform === 'instagram' && 'message' in json && 'text' in json.message && Buffer.byteLength(json.message.text) > 1000) return invalidParameter('message text must be 1000 bytes or less');
     if ('sender_action' in json) return { status: 200, body: { recipient_id: json.recipient.id } };
-    return { status: 200, body: { recipient_id: json.recipient.id, message_id: `m_${randomBytes(18).toString('base64url')}` } };
+    return { status: 200, body: { recipient_id: json.recipient.id, message_id: nextMessageIds.shift() ?? `m_${randomBytes(18).toString('base64url')}` } };
   }
 
   function attachmentUpload(fields: Record<string, string | File> | undefined, platform: 'messenger' | 'instagram'): Answer {
@@ -365,8 +379,17 @@ export async function startFakeGraph(options: FakeGraphOptions = {}) {
     addMedia(input: { mediaId: string; bytes: Buffer; mimeType: string; token: string }) {
       media.set(input.mediaId, { bytes: input.bytes, mimeType: input.mimeType, token: input.token });
     },
+    /** A Messenger/Instagram attachment on the fake CDN; answers its URL (`redirect`: one that 302s to it first). */
+    addCdnFile(input: { name: string; bytes: Buffer; mimeType: string; redirect?: boolean }): string {
+      cdn.set(input.name, { bytes: input.bytes, mimeType: input.mimeType });
+      return `${baseUrl}/cdn/${input.redirect ? 'redirect/' : ''}${input.name}?_nc_cat=1&oh=signed`;
+    },
     mediaBytes(mediaId: string): Buffer | undefined {
       return media.get(mediaId)?.bytes;
+    },
+    /** The next Send API messages get these ids, in order. */
+    answerMessageIds(...ids: string[]) {
+      nextMessageIds.push(...ids);
     },
     /** The next `count` Graph calls (not media downloads) answer this failure. */
     failNext(count: number, failure: Injected) {

@@ -24,3 +24,11 @@ test("the database's connections keep the server's planner settings", async () =
   );
   assert.deepEqual(tuned, []);
 });
+
+test('only the job claim sets planner settings, the ones its decision records', async () => {
+  // docs/decisions.md, "The one planner setting": the queue outgrows its statistics during a burst.
+  const tuned = await db.query<{ name: string; config: string[] }>(
+    `SELECT proname AS name, proconfig AS config FROM pg_proc WHERE pronamespace = current_schema()::regnamespace AND proconfig IS NOT NULL ORDER BY proname`,
+  );
+  assert.deepEqual(tuned, [{ name: 'jobs_claim', config: ['enable_sort=off', 'enable_bitmapscan=off', 'jit=off'] }]);
+});

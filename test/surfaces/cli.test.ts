@@ -480,6 +480,18 @@ test('m2m dev starts the server with a demo tenant, prints a working key and the
     });
     const events = JSON.parse((await m2mDev(['events', 'list', '--types', 'message.created'])).stdout) as { events: Array<{ eventId: string }> };
     assert.equal(events.events.at(-1)?.eventId, accepted);
+
+    // The demo channel is a WhatsApp Cloud API channel on a simulated number: the guest's message came as a signed
+    // Meta callback, and a reply goes out through the Graph API stand-in, which reports it delivered, then read.
+    const delivery = JSON.parse((await m2mDev(['trigger', 'message.delivery.updated'])).stdout) as { requestEventId: string; conversationId: string };
+    const inbound = JSON.parse((await m2mDev(['trigger', 'message.created'])).stdout) as { via?: string };
+    assert.equal(inbound.via, 'a signed WhatsApp Cloud API callback');
+    await until('the reply at the simulated number', () => stderr.includes('(simulated WhatsApp) the business sent +'), 30_000);
+    const statuses = async () =>
+      (JSON.parse((await m2mDev(['events', 'list', '--types', 'message.delivery.updated', '--limit', '100'])).stdout) as { events: Array<{ data: { requestEventId: string; status: string } }> }).events
+        .filter((event) => event.data.requestEventId === delivery.requestEventId)
+        .map((event) => event.data.status);
+    assert.deepEqual(await until('sent, delivered and read', async () => ((await statuses()).includes('read') ? statuses() : undefined), 30_000), ['sent', 'delivered', 'read']);
   } finally {
     for (const running of terminals) await running.stop();
     dev.kill('SIGINT');

@@ -1,9 +1,10 @@
 -- The job claim (src/jobs/job-repo.ts): leases up to p_limit jobs of p_tasks, never one of p_running (the worker's
 -- own): expired leases first, then due jobs oldest first, each taken in the order of its index (jobs_due_order,
--- jobs_leased_order) so that the scan stops at the limit.
+-- jobs_leased_order) so that the scan stops at the limit: the queue outgrows its statistics during a burst, so sorts
+-- and bitmap scans are off here (docs/decisions.md, "The one planner setting").
 CREATE OR REPLACE FUNCTION jobs_claim(p_worker text, p_lease_until timestamptz, p_now timestamptz, p_tasks text[], p_limit integer, p_running bigint[])
 RETURNS TABLE (id bigint, task text, tenant_id text, payload jsonb, attempts integer, max_attempts integer)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET enable_sort = off SET enable_bitmapscan = off SET jit = off AS $$
 BEGIN
   RETURN QUERY WITH expired AS (
     SELECT j.id FROM jobs j

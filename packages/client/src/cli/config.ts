@@ -16,6 +16,8 @@ export interface DevState {
   tenantId: string;
   apiKey: string;
   channelId: string;
+  /** The simulated WhatsApp number of `m2m dev` and the server's Meta callback route, so `m2m trigger` can post as Meta. */
+  whatsapp?: { appSecret: string; phoneNumberId: string; wabaId: string; displayPhoneNumber: string; callbackUrl: string };
 }
 
 export async function readJson<T>(file: string): Promise<T | undefined> {

@@ -26,8 +26,8 @@ export interface DevServer {
  * Starts the API and its workers on the embedded database with the given admin token. The server's logs go to
  * this process's stderr, so stdout carries only what `m2m dev` prints itself.
  */
-export function startServer(options: { port: number; adminToken: string; dataDir: string }): DevServer {
-  const env: NodeJS.ProcessEnv = { ...process.env, ADMIN_TOKEN: options.adminToken, HOST: '127.0.0.1', PORT: String(options.port), DATA_DIR: options.dataDir };
+export function startServer(options: { port: number; adminToken: string; dataDir: string; env?: Record<string, string> }): DevServer {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...options.env, ADMIN_TOKEN: options.adminToken, HOST: '127.0.0.1', PORT: String(options.port), DATA_DIR: options.dataDir };
   delete env.DATABASE_URL;
   env.LOG_LEVEL ??= 'warn';
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: serverRoot(), env, stdio: ['ignore', 2, 2] });

@@ -5,6 +5,7 @@ import { adminClient, type AdminClient } from './admin.js';
 import type { Command } from './command.js';
 import { adminBaseUrl, DEFAULT_BASE_URL, devStateFile, readJson, writeJson, type DevState } from './config.js';
 import { dayFromNow, GUESTS, KNOWLEDGE } from './demo.js';
+import { inboundText, postCallback, startDevGraph, type DevGraph } from './dev-graph.js';
 import { serverRoot, startServer, waitUntilReady } from './dev-server.js';
 import { UsageError } from './errors.js';
 import { listenFile, listenSecret } from './listen-state.js';
@@ -36,22 +37,26 @@ async function allScopes(admin: AdminClient): Promise<string[]> {
 }
 
 /** The demo tenant: a property, a WhatsApp channel with a ready template, three conversations, two reservations, knowledge. */
-async function seed(admin: AdminClient, baseUrl: string, adminToken: string): Promise<Demo> {
+async function seed(admin: AdminClient, baseUrl: string, adminToken: string, graph: DevGraph, callbackUrl: string): Promise<Demo> {
   const { tenantId } = await admin.call<{ tenantId: string }>('POST', '/tenants', { name: 'Hotel Sol (demo)', timezone: 'Europe/Madrid' });
   const at = `/tenants/${tenantId}`;
   const { propertyId } = await admin.call<{ propertyId: string }>('POST', `${at}/properties`, { name: 'Hotel Sol Madrid' });
-  const { channelId } = await admin.call<{ channelId: string }>('POST', `${at}/channels`, { kind: 'whatsapp', name: 'WhatsApp front desk', phoneNumber: '+34910000000' });
-  await admin.call('PUT', `${at}/channels/${channelId}/templates/guest_welcome`, {
-    category: 'UTILITY',
-    locales: [
-      { locale: 'en_US', status: 'approved', ready: true },
-      { locale: 'es_MX', status: 'approved', ready: true },
-    ],
+  // A WhatsApp Cloud API channel on the simulated number: sends go to it, its templates are synced from it.
+  const { channelId } = await admin.call<{ channelId: string }>('POST', `${at}/channels`, {
+    kind: 'whatsapp',
+    name: 'WhatsApp front desk',
+    phoneNumber: `+${graph.number.displayPhoneNumber}`,
+    provider: 'whatsapp_cloud',
+    connection: { phoneNumberId: graph.number.phoneNumberId, wabaId: graph.number.wabaId, accessToken: 'dev-simulated-token' },
   });
   const { key } = await admin.call<{ key: string }>('POST', `${at}/api-keys`, { name: 'm2m dev (every scope)', scopes: await allScopes(admin) });
-  for (const guest of GUESTS) {
-    await admin.call('POST', `${at}/inbound-messages`, { channelId, contact: { name: guest.name, phone: guest.phone }, text: guest.text });
-  }
+  // The guests write in as Meta would deliver their messages: signed callbacks, processed by the workers.
+  for (const guest of GUESTS) await postCallback(callbackUrl, graph.number.appSecret, inboundText(graph.number, guest, guest.text));
+  const m2m = new M2MClient({ apiKey: key, baseUrl });
+  await until('the guests\' conversations', async () => (await m2m.conversations.list({ limit: GUESTS.length })).conversations.length === GUESTS.length);
+  await until('the template guest_welcome synced as ready', async () =>
+    (await m2m.channels.templates({ channelId })).templates.some((t) => t.templateName === 'guest_welcome' && t.locales.every((l) => l.ready)),
+  );
   const { integrationId } = await admin.call<{ integrationId: string }>('POST', `${at}/integrations`, { provider: 'pms', name: 'Demo PMS' });
   const stays = GUESTS.slice(0, 2).map((guest, index) => ({ id: `R-100${index + 1}`, guest, checkIn: dayFromNow(index + 1) }));
   for (const stay of stays) {
@@ -66,9 +71,27 @@ async function seed(admin: AdminClient, baseUrl: string, adminToken: string): Pr
     });
   }
   // Knowledge goes in through the public API, as an integration would add it.
-  const m2m = new M2MClient({ apiKey: key, baseUrl });
   for (const source of KNOWLEDGE) await m2m.knowledge.sources.create({ sourceType: 'text', title: source.title, text: source.text });
-  return { baseUrl, adminToken, tenantId, apiKey: key, channelId, propertyId, conversations: GUESTS.length, reservations: stays.length, knowledgeSources: KNOWLEDGE.length };
+  return {
+    baseUrl,
+    adminToken,
+    tenantId,
+    apiKey: key,
+    channelId,
+    propertyId,
+    conversations: GUESTS.length,
+    reservations: stays.length,
+    knowledgeSources: KNOWLEDGE.length,
+  };
+}
+
+/** Waits for the workers (callback processing, template sync); gives up after a minute. */
+async function until(what: string, done: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (!(await done())) {
+    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
+    await new Promise((resolveWait) => setTimeout(resolveWait, 100));
+  }
 }
 
 /** A tenant from an earlier `m2m dev` on the same data directory still works: keep it rather than pile up demo tenants. */
@@ -120,8 +143,9 @@ export const devCommand: Command = {
   words: ['dev'],
   usage: '[--port 8080] [--data-dir ./data] [--receiver-port 3000]',
   summary:
-    'Start the API and its workers on the embedded database with a generated admin token, create a demo tenant (a property, a ' +
-    'WhatsApp channel with a ready template, conversations, reservations, knowledge) and print a key with every scope and what to ' +
+    'Start the API and its workers on the embedded database with a generated admin token and a simulated WhatsApp number (a ' +
+    'local stand-in for Meta\'s Graph API), create a demo tenant (a property, a WhatsApp channel with a ready template, ' +
+    'conversations, reservations, knowledge) and print a key with every scope and what to ' +
     'run next. The key and token are kept in .m2m/dev.json, so the other commands work from this folder without exports.',
   options: {
     port: { type: 'string', description: 'port on 127.0.0.1 (default: the port of M2M_BASE_URL, 8080)' },
@@ -139,7 +163,14 @@ export const devCommand: Command = {
     const baseUrl = `${origin}/m2m/v1`;
     const adminToken = randomBytes(24).toString('base64url');
     const started = performance.now();
-    const server = startServer({ port, adminToken, dataDir });
+    const callbackUrl = `${origin}/providers/meta/webhook`;
+    const graph = await startDevGraph({ callbackUrl: () => callbackUrl, say: (line) => process.stderr.write(`${line}\n`) });
+    const server = startServer({
+      port,
+      adminToken,
+      dataDir,
+      env: { META_GRAPH_BASE_URL: graph.baseUrl, META_APP_SECRET: graph.number.appSecret, META_VERIFY_TOKEN: randomBytes(16).toString('hex') },
+    });
     const stop = () => server.child.kill('SIGTERM');
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
@@ -147,7 +178,8 @@ export const devCommand: Command = {
       await waitUntilReady(server, origin);
       const admin = adminClient({ baseUrl, adminToken });
       const earlier = await earlierDemo(baseUrl, dataDir);
-      const state = earlier ? { ...earlier, adminToken } : await seed(admin, baseUrl, adminToken);
+      const whatsapp = { ...graph.number, callbackUrl };
+      const state = { ...(earlier ? { ...earlier, adminToken } : await seed(admin, baseUrl, adminToken, graph, callbackUrl)), whatsapp };
       await writeJson(devStateFile(), { ...state, dataDir });
       const seconds = ((performance.now() - started) / 1000).toFixed(1);
       const webhookSecret = await listenSecret();
@@ -159,7 +191,8 @@ export const devCommand: Command = {
           `M2M API ready in ${seconds} s at ${baseUrl} (embedded database: ${dataDir}; admin API: ${adminBaseUrl(baseUrl)})`,
           earlier
             ? `Demo tenant ${state.tenantId} from the last run, kept in ${dataDir}.`
-            : `Demo tenant ${state.tenantId} "Hotel Sol (demo)": a property, a WhatsApp channel with the template guest_welcome ready, ` +
+            : `Demo tenant ${state.tenantId} "Hotel Sol (demo)": a property, a WhatsApp channel on a simulated number ` +
+              `(+${graph.number.displayPhoneNumber}: what the business sends is printed here) with the template guest_welcome ready, ` +
               `${GUESTS.length} conversations, 2 reservations, ${KNOWLEDGE.length} knowledge sources.`,
           '',
           'Your key, with every scope (paste this where you call the API or run the examples):',
@@ -177,9 +210,11 @@ export const devCommand: Command = {
     } catch (error) {
       stop();
       await server.exited;
+      await graph.close();
       throw error;
     }
     const code = await server.exited;
+    await graph.close();
     process.off('SIGINT', stop);
     process.off('SIGTERM', stop);
     return code === 0 || server.child.signalCode === 'SIGTERM' ? 0 : code;

@@ -4,6 +4,7 @@ import { publicClient } from './client.js';
 import type { Command } from './command.js';
 import type { CliConfig } from './config.js';
 import { GUESTS } from './demo.js';
+import { inboundText, postCallback } from './dev-graph.js';
 import { UsageError } from './errors.js';
 import { emit } from './output.js';
 
@@ -17,13 +18,37 @@ interface Target {
 type Result = Record<string, string | number | boolean>;
 
 
-/** A guest writes in on WhatsApp: the way most events begin. */
+/**
+ * A guest writes in on WhatsApp: the way most events begin. On the `m2m dev` channel the message comes as Meta
+ * would post it (a signed callback to the server's Meta route, processed by its workers); elsewhere through the
+ * admin API's inbound route.
+ */
 async function inboundMessage(target: Target): Promise<{ conversationId: string; messageId: string; contactId: string }> {
+  const dev = target.config.dev;
+  if (dev?.whatsapp && target.channelId === dev.channelId && target.tenant === encodeURIComponent(dev.tenantId)) return inboundThroughMeta(target, dev.whatsapp, dev.apiKey);
   const channelId = target.channelId ?? (await target.admin.call<{ channelId: string }>('POST', `/tenants/${target.tenant}/channels`, { kind: 'whatsapp', name: 'WhatsApp (m2m trigger)' })).channelId;
   target.channelId = channelId;
   const guest = GUESTS[randomInt(GUESTS.length)];
   const phone = `+3460${String(randomInt(10_000_000)).padStart(7, '0')}`;
   return target.admin.call('POST', `/tenants/${target.tenant}/inbound-messages`, { channelId, contact: { name: guest.name, phone }, text: guest.text });
+}
+
+async function inboundThroughMeta(target: Target, whatsapp: NonNullable<CliConfig['dev']>['whatsapp'] & object, apiKey: string) {
+  const guest = GUESTS[randomInt(GUESTS.length)];
+  const phone = `+3460${String(randomInt(10_000_000)).padStart(7, '0')}`;
+  await postCallback(whatsapp.callbackUrl, whatsapp.appSecret, inboundText(whatsapp, { name: guest.name, phone }, guest.text));
+  // Meta's 200 only says the callback was stored: the conversation appears once a worker has processed it.
+  const client = publicClient({ ...target.config, apiKey });
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    const [conversation] = (await client.conversations.list({ contactQuery: phone.slice(1), limit: 1 })).conversations;
+    if (conversation) {
+      const [message] = (await client.conversations.messages.list({ conversationId: conversation.conversationId, limit: 1 })).messages;
+      return { conversationId: conversation.conversationId, messageId: message.messageId, contactId: conversation.contact.contactId, via: 'a signed WhatsApp Cloud API callback' };
+    }
+    await new Promise((resolveWait) => setTimeout(resolveWait, 100));
+  }
+  throw new Error(`the server stored the callback but no conversation with ${phone} appeared within 30 s: are its workers running?`);
 }
 
 async function opportunity(target: Target): Promise<{ leadId: string; opportunityId: string }> {

@@ -119,7 +119,13 @@ export interface DownloadOptions {
   /** The type the callback announced: an answer of another type is refused (`application/octet-stream` is taken as it). */
   expectedContentType?: string;
   signal: AbortSignal;
+  /** Redirects followed (0 when absent). */
+  maxRedirects?: number;
+  /** This download's dispatcher (the SSRF-guarded agent for URLs a callback named); the client's otherwise. */
+  dispatcher?: Undici.Dispatcher;
 }
+
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
 /** Types that are never media: error pages of an expired or wrong URL. */
 const NOT_MEDIA = new Set(['text/html', 'application/json', 'text/javascript']);
@@ -209,18 +215,31 @@ export class GraphClient {
   async download(url: string, options: DownloadOptions): Promise<MediaDownload> {
     const undici = await loadUndici();
     let response: Undici.Dispatcher.ResponseData;
-    try {
-      response = await undici.request(url, {
-        method: 'GET',
-        headers: options.token ? { authorization: `Bearer ${options.token}` } : {},
-        signal: options.signal,
-        headersTimeout: this.timeoutMs,
-        bodyTimeout: this.timeoutMs,
-        ...(this.options.dispatcher ? { dispatcher: this.options.dispatcher } : {}),
-      });
-    } catch (error) {
-      const failure = classifyNetError(error);
-      throw new MediaDownloadError(failure.code === 'timeout' ? 'timeout' : 'unreachable', failure.message, failure.code !== 'blocked_destination');
+    let current = url;
+    for (let hop = 0; ; hop++) {
+      try {
+        response = await undici.request(current, {
+          method: 'GET',
+          headers: options.token ? { authorization: `Bearer ${options.token}` } : {},
+          signal: options.signal,
+          headersTimeout: this.timeoutMs,
+          bodyTimeout: this.timeoutMs,
+          ...(options.dispatcher ? { dispatcher: options.dispatcher } : this.options.dispatcher ? { dispatcher: this.options.dispatcher } : {}),
+        });
+      } catch (error) {
+        const failure = classifyNetError(error);
+        throw new MediaDownloadError(failure.code === 'timeout' ? 'timeout' : 'unreachable', failure.message, failure.code !== 'blocked_destination');
+      }
+      // Messenger/Instagram attachment URLs may redirect to the CDN; a few hops over http(s) are followed (each one
+      // through the same dispatcher, so the SSRF guard sees every address). A bearer token never leaves for another host.
+      const location = headerValue(response.headers.location);
+      if (!REDIRECTS.has(response.statusCode) || !location || hop >= (options.maxRedirects ?? 0)) break;
+      response.body.on('error', () => {});
+      response.body.destroy();
+      const next = new URL(location, current);
+      if (next.protocol !== 'https:' && next.protocol !== 'http:') throw new MediaDownloadError('http_error', `the media URL redirected to ${next.protocol}`, false);
+      if (options.token && next.host !== new URL(current).host) throw new MediaDownloadError('http_error', 'the media URL redirected to another host', false);
+      current = next.toString();
     }
     const fail = (reason: MediaFailureReason, message: string, retryable: boolean): never => {
       // Dropping an unread body aborts its request; the abort error it emits has no reader to go to.

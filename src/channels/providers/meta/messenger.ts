@@ -12,6 +12,7 @@ import {
 } from '../types.js';
 import type { FormValue, GraphClient } from './graph-client.js';
 import { lazyCheck } from './payload-schemas.js';
+import { codePointLength } from '../../../util/text.js';
 
 /*
  * The Send API for Messenger (`POST /{page-id}/messages`) and Instagram (`POST /{ig-account-id}/messages`):
@@ -44,10 +45,11 @@ function recipientOf(handle: string | undefined): { id: string } {
  * (Messenger attachments carry no text), a read receipt with the typing indicator two sender actions.
  * `replyToProviderMessageId` is not sent: the Send API has no reply reference for pages.
  */
-export function buildSendApiBodies(request: OutboundRequest): SendApiBody[] {
+export function buildSendApiBodies(request: OutboundRequest, provider: 'messenger' | 'instagram' = 'messenger'): SendApiBody[] {
   const recipient = recipientOf(request.recipient.handle);
   switch (request.kind) {
     case 'text':
+      checkTextLength(request.text, provider);
       return [{ recipient, messaging_type: 'RESPONSE', message: { text: request.text } }];
     case 'media': {
       const attachment = { type: attachmentType(request.mediaKind), payload: { attachment_id: request.providerMediaId } };
@@ -57,7 +59,7 @@ export function buildSendApiBodies(request: OutboundRequest): SendApiBody[] {
     }
     case 'reaction':
       return request.emoji
-        ? [{ recipient, sender_action: 'react', payload: { message_id: request.targetProviderMessageId, reaction: request.emoji } }]
+        ? [{ recipient, sender_action: 'react', payload: { message_id: request.targetProviderMessageId, reaction: provider === 'instagram' ? instagramReaction(request.emoji) : request.emoji } }]
         : [{ recipient, sender_action: 'unreact', payload: { message_id: request.targetProviderMessageId } }];
     case 'read_receipt':
       return request.typingIndicator
@@ -68,6 +70,24 @@ export function buildSendApiBodies(request: OutboundRequest): SendApiBody[] {
     case 'template':
       throw new ChannelSendError('unsupported_request', 'Messenger and Instagram have no message templates', { retryable: false });
   }
+}
+
+/** Messenger takes at most 2,000 characters a message, Instagram 1,000 bytes (UTF-8): longer is refused, never cut. */
+function checkTextLength(text: string, provider: 'messenger' | 'instagram'): void {
+  const tooLong = provider === 'instagram' ? Buffer.byteLength(text, 'utf8') > 1000 : codePointLength(text) > 2000;
+  if (tooLong) {
+    const limit = provider === 'instagram' ? '1,000 bytes' : '2,000 characters';
+    throw new ChannelSendError('meta_text_too_long', `${provider === 'instagram' ? 'Instagram' : 'Messenger'} takes at most ${limit} a message`, { retryable: false });
+  }
+}
+
+/** Hearts Instagram's `love`, the one reaction its Send API documents. */
+const HEARTS = new Set(['\u2764\ufe0f', '\u2764', '\u2665\ufe0f', '\u2665']);
+
+/** Instagram reacts by name, and documents only `love`: a heart is sent as it, another emoji is refused. */
+function instagramReaction(emoji: string): string {
+  if (HEARTS.has(emoji)) return 'love';
+  throw new ChannelSendError('meta_reaction_not_supported', 'Instagram reactions can only be a heart (love)', { retryable: false });
 }
 
 const SendAnswer = Type.Object({ recipient_id: Type.Optional(Type.String()), message_id: Type.Optional(Type.String()) });
@@ -91,7 +111,7 @@ export class MessengerSendApiProvider<P extends 'messenger' | 'instagram'> imple
   ) {}
 
   async send(request: OutboundRequest, connection: Extract<MessagingConnection, { provider: P }>, signal: AbortSignal): Promise<SendResult> {
-    const bodies = buildSendApiBodies(request);
+    const bodies = buildSendApiBodies(request, this.provider);
     const ids: string[] = [];
     for (const body of bodies) {
       const creates = 'message' in body;

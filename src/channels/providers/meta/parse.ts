@@ -352,17 +352,35 @@ function messagingMessage(provider: MessagingProvider, item: MessagingBaseT, mes
     const title = message.text ?? message.quick_reply.payload;
     return { ...event, type: 'interactive_reply', interactive: { kind: 'button_reply', id: message.quick_reply.payload, title } };
   }
-  const first = message.attachments?.[0];
-  if (first !== undefined) {
-    if (!isMessagingAttachment(first)) return { ...event, unsupportedReason: 'attachment' };
-    const type = ATTACHMENT_TYPES[first.type];
+  const attachments = message.attachments ?? [];
+  if (attachments.length > 0) {
+    // A sticker comes as a `sticker` attachment, and until Meta's transition ends also as an `image` one with a
+    // `sticker_id`: either makes the message a sticker. Otherwise only the first attachment becomes the message's
+    // media (Meta sends several only for albums).
+    const valid = attachments.filter(isMessagingAttachment);
+    const sticker = valid.find((a) => a.type === 'sticker' || a.payload?.sticker_id !== undefined);
+    const first = sticker ?? valid[0];
+    if (!first || valid.length < attachments.length) return { ...event, unsupportedReason: 'attachment' };
+    const type = sticker ? 'sticker' : ATTACHMENT_TYPES[first.type];
     const url = first.payload?.url;
-    // Only the first attachment becomes the message's media; Meta sends several only for albums.
-    if (type && url) return { ...event, type, media: { url } };
+    if (type && url) {
+      const filename = type === 'document' ? filenameOf(url) : undefined;
+      return { ...event, type, media: { url, ...(filename ? { filename } : {}) } };
+    }
     return { ...event, unsupportedReason: first.type.slice(0, 60) };
   }
   if (event.text !== undefined) return { ...event, type: 'text' };
   return { ...event, unsupportedReason: message.is_deleted ? 'deleted' : 'empty' };
+}
+
+/** The file name a document's CDN URL ends with (`…/12345_booking.pdf?…`), when it looks like one. */
+function filenameOf(url: string): string | undefined {
+  try {
+    const last = decodeURIComponent(new URL(url).pathname.split('/').pop() ?? '');
+    return /^[\w .()+-]{1,200}\.[A-Za-z0-9]{1,10}$/u.test(last) ? last : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Meta's timestamps: Unix seconds (WhatsApp, some Messenger examples) or milliseconds (Messenger/Instagram). */

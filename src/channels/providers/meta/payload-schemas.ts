@@ -157,7 +157,9 @@ export const MessagingBase = Type.Object({
 
 export const MessagingAttachment = Type.Object({
   type: Type.String(),
-  payload: Type.Optional(Type.Object({ url: Type.Optional(Type.String()), title: Type.Optional(Type.String()) })),
+  payload: Type.Optional(
+    Type.Object({ url: Type.Optional(Type.String()), title: Type.Optional(Type.String()), sticker_id: Type.Optional(Type.Union([Type.Number(), Type.String()])) }),
+  ),
 });
 
 export const MessagingMessage = Type.Object({
