@@ -36,7 +36,7 @@ export interface DispatchStart {
 
 /**
  * A request about to be sent, with its channel's provider and connection (tokens still sealed) and the recipient's
- * page-scoped id (Messenger/Instagram address guests by the contact's handle, not by phone).
+ * handle (Messenger/Instagram address guests by their page-scoped id, webchat by the visitor id; not by phone).
  */
 export type DispatchRow = MessageRequestRow & { channel_provider: ChannelRow['provider']; recipient_handle: string | null } & Pick<ChannelRow, 'connection' | 'connection_secret'>;
 
@@ -139,7 +139,7 @@ export const messageRequestRepo = {
        WHERE r.tenant_id = d.tenant_id AND r.id = d.id AND r.status = 'queued' AND r.provider_message_id IS NULL AND r.dispatching_at IS NULL
          AND c.id = r.channel_id AND c.tenant_id = r.tenant_id
        RETURNING r.*, c.provider AS channel_provider, c.connection, c.connection_secret,
-         CASE WHEN c.provider IN ('messenger', 'instagram') THEN
+         CASE WHEN c.provider IN ('messenger', 'instagram', 'webchat') THEN
            (SELECT ct.handle FROM conversations cv JOIN contacts ct ON ct.id = cv.contact_id AND ct.tenant_id = cv.tenant_id
             WHERE cv.id = r.conversation_id AND cv.tenant_id = r.tenant_id) END AS recipient_handle`,
       [requests.map((r) => r.tenantId), requests.map((r) => r.id), requests.map((r) => r.at)],
