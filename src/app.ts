@@ -19,6 +19,7 @@ import { validatorCompiler } from './http/validation.js';
 import { lazySerializers } from './http/serialization.js';
 import { adminRoutes } from './admin/routes.js';
 import { metaCallbackRoutes } from './channels/callback-routes.js';
+import { webchatRoutes } from './channels/webchat/routes.js';
 import { shareRoutes } from './knowledge/share-routes.js';
 import { migrationsApplied } from './db/migrate.js';
 import { docsRoutes } from './docs/routes.js';
@@ -142,6 +143,7 @@ export async function buildApp(services: Services, logger: Logger, options: AppO
 
   await app.register(metaCallbackRoutes(config, services.db, services.clock));
   await app.register(shareRoutes(services.knowledgeAssets));
+  await app.register(webchatRoutes(services.webchat));
 
   await app.register(
     async (admin) => {

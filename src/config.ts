@@ -24,6 +24,8 @@ export interface Config {
   secretKey: Buffer | undefined;
   rateLimitRps: number;
   rateLimitBurst: number;
+  /** Messages one webchat session may post per minute (decisions 7.3). */
+  webchatRateLimitPerMinute: number;
   /** Request bodies past their first 64 KiB are read at most this fast, all requests of the node together. */
   bodyBytesPerSecond: number;
   /** How long a resolved API key may be served from memory (0: never); key changes clear it at once. */
@@ -245,6 +247,7 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
     secretKey: secretKey(env),
     rateLimitRps: int(env, 'RATE_LIMIT_RPS', 20, 1, 1_000_000),
     rateLimitBurst: int(env, 'RATE_LIMIT_BURST', 100, 1, 1_000_000),
+    webchatRateLimitPerMinute: int(env, 'WEBCHAT_RATE_LIMIT_PER_MINUTE', 30, 1, 1_000_000),
     bodyBytesPerSecond: int(env, 'BODY_BYTES_PER_SECOND', 16 * 1024 * 1024, 64 * 1024, 1024 * 1024 * 1024),
     apiKeyCacheTtlMs: int(env, 'API_KEY_CACHE_TTL_MS', 10_000, 0, 300_000),
     jobPollIntervalMs: int(env, 'JOB_POLL_INTERVAL_MS', 1000, 10, 60_000),

@@ -16,6 +16,7 @@ import { registerSendPipeline } from './messaging/pipeline.js';
 import { registerReceipts } from './messaging/receipts.js';
 import { registerAutomation } from './crm/automation.js';
 import { registerPreCheckin } from './reservations/schedule.js';
+import { WebchatProvider } from './channels/webchat/provider.js';
 import { SandboxProvider } from './messaging/providers/sandbox.js';
 import type { ProviderRegistry } from './messaging/providers/registry.js';
 import { WhatsAppCloudProvider } from './channels/providers/meta/whatsapp.js';
@@ -120,7 +121,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const whatsapp = new WhatsAppCloudProvider(graph);
   const messenger = new MessengerSendApiProvider('messenger', graph);
   const instagram = new MessengerSendApiProvider('instagram', graph);
-  const providers: ProviderRegistry = { sandbox: new SandboxProvider(), whatsapp_cloud: whatsapp, messenger, instagram };
+  const providers: ProviderRegistry = { sandbox: new SandboxProvider(), whatsapp_cloud: whatsapp, messenger, instagram, webchat: new WebchatProvider(db, clock) };
   // Messenger/Instagram attachment URLs come inside callbacks: fetched through the SSRF guard like any URL we are handed.
   const attachmentAgent = new LazyGuardedAgent(
     { allowPrivate: config.allowPrivateDestinations, timeoutMs: config.sendTimeoutMs, resolver: options.resolver },
@@ -144,6 +145,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
         { name: 'events', run: () => services.events.purgeExpired() },
         { name: 'idempotencyKeys', run: (now) => purgeExpiredIdempotencyKeys(db, now) },
         { name: 'providerCallbacks', run: (now) => callbackRepo.purgeProcessed(db, new Date(now.getTime() - CALLBACK_RETENTION_MS)) },
+        { name: 'webchat', run: () => services.webchat.purgeExpired() },
       ],
     }),
     registerSendPipeline(runner, {

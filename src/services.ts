@@ -1,3 +1,4 @@
+import { WebchatService } from './channels/webchat/service.js';
 import type { Logger } from 'pino';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
@@ -63,6 +64,7 @@ export interface Services {
   knowledgeAssets: AssetService;
   knowledgeSources: KnowledgeSourceService;
   crawls: CrawlService;
+  webchat: WebchatService;
 }
 
 export function createServices(deps: { config: Config; db: Db; clock: Clock; keyring: Keyring; log: Logger; resolver?: Resolver }): Services {
@@ -100,5 +102,6 @@ export function createServices(deps: { config: Config; db: Db; clock: Clock; key
     knowledgeAssets: new AssetService(db, clock, blobs, keyring.signingKey, cursors),
     knowledgeSources: new KnowledgeSourceService(db, clock, blobs),
     crawls: new CrawlService(db, clock, config.allowPrivateDestinations),
+    webchat: new WebchatService(db, clock, keyring.signingKey, config.webchatRateLimitPerMinute, (error) => log.warn({ err: error }, 'webchat streams: reading new events failed; will retry')),
   };
 }

@@ -38,7 +38,7 @@ export interface DispatchStart {
  * What the send job sends besides the text (decisions 7.2), read from the outbound message: its type, its media
  * (bytes under mediaBlobKey), and the provider's ids of the message it answers or reacts to (null when that
  * message has none: a simulated one, or a send not accepted yet).
-  */
+ */
 export interface DispatchContent {
   type: string;
   media: { contentType: string; sizeBytes?: number; filename?: string; providerMediaId?: string } | null;
@@ -49,7 +49,8 @@ export interface DispatchContent {
 
 /**
  * A request about to be sent, with its channel's provider and connection (tokens still sealed), the recipient's
- * page-scoped id (Messenger/Instagram address guests by the contact's handle, not by phone) and its content.
+ * handle (Messenger/Instagram address guests by their page-scoped id, webchat by the visitor id; not by phone) and its
+ * content.
  */
 export type DispatchRow = MessageRequestRow & { channel_provider: ChannelRow['provider']; recipient_handle: string | null } & Pick<ChannelRow, 'connection' | 'connection_secret'> & {
   content: DispatchContent | null;
@@ -160,7 +161,7 @@ export const messageRequestRepo = {
        WHERE r.tenant_id = d.tenant_id AND r.id = d.id AND r.status = 'queued' AND r.provider_message_id IS NULL AND r.dispatching_at IS NULL
          AND c.id = r.channel_id AND c.tenant_id = r.tenant_id
        RETURNING r.*, c.provider AS channel_provider, c.connection, c.connection_secret,
-         CASE WHEN c.provider IN ('messenger', 'instagram') THEN
+         CASE WHEN c.provider IN ('messenger', 'instagram', 'webchat') THEN
            (SELECT ct.handle FROM conversations cv JOIN contacts ct ON ct.id = cv.contact_id AND ct.tenant_id = cv.tenant_id
             WHERE cv.id = r.conversation_id AND cv.tenant_id = r.tenant_id) END AS recipient_handle,
          (SELECT jsonb_build_object('type', m.type, 'media', m.media, 'reaction', m.reaction,
