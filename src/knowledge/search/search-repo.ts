@@ -20,6 +20,12 @@ export const RESCORED = 20;
  * of a search. A knowledge base of a few thousand chunks is ranked whole.
  */
 export const ANY_WORD_LIMIT = 500;
+/**
+ * The chunks holding every word of the question are the keyword side's candidates when there are at least this
+ * many; fewer, and the chunks holding any of its words are. A constant, so that the ranking of the first results
+ * does not depend on how many the caller asked for.
+ */
+export const STRICT_ENOUGH = 5;
 
 export interface SearchParams {
   tenantId: string;
@@ -73,8 +79,13 @@ const VISIBLE = `
  * Vector side: chunks with a stored vector of the question's model, estimated by the cosine of their ternary
  * sign sketches (bits where components are positive, bits where they are negative), the best of them scored by
  * their exact cosine.
- * Fusion: keyword weight × keyword score over the best keyword score + vector weight × cosine (both sides'
- * strength counts, not only their order: a weak side moves little).
+ * Fusion: keyword weight × coverage × keyword score over the best keyword score + vector weight × cosine (both
+ * sides' strength counts, not only their order: a weak side moves little). Coverage is the share of the question's
+ * idf weight (in whichever of the two languages the passage covers better) that the passage holds: it makes the
+ * score absolute, so that a passage sharing only one common word with a question that is about something else
+ * ("a good dentist nearby" → a page saying "nearby") scores low instead of 1 for being the best of a bad lot.
+ * Reciprocal-rank fusion was measured and left out: it gives a weak side's order as much say as a strong
+ * side's (decisions in the helper's notes; bench/search.ts).
  * $2 query, $6 model, $7 the question's sketch, $8 its halves swapped, $9 its non-zero count, $10 keyword weight,
  * $11 vector weight, $12 limit, $13 side depth, $14 vector scan limit, $15 rescored, $16 query vector, $17 any-word limit.
  */
@@ -89,6 +100,10 @@ terms AS (
   SELECT DISTINCT ('''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || '''')::tsquery AS tsq
   FROM lexemes
   WHERE (SELECT count(DISTINCT cfg) FROM lexemes) = 2
+),
+language_terms AS (
+  SELECT DISTINCT l.cfg, ('''' || replace(replace(l.lexeme, '\\', '\\\\'), '''', '''''') || '''')::tsquery AS tsq
+  FROM lexemes l WHERE EXISTS (SELECT 1 FROM terms)
 ),
 q AS (
   SELECT (SELECT string_agg(tsq::text, ' | ') FROM terms)::tsquery AS any_word,
@@ -105,13 +120,13 @@ strict AS (
   LIMIT 2 * $13
 ),
 candidates AS (
-  SELECT * FROM strict WHERE (SELECT count(*) FROM strict) >= $12
+  SELECT * FROM strict WHERE (SELECT count(*) FROM strict) >= $18
   UNION ALL
   (SELECT m.source_id, m.seq, m.search_vector
    FROM (
      SELECT c.source_id, c.seq, c.search_vector
      FROM q CROSS JOIN knowledge_chunks c ${VISIBLE}
-       AND q.meaningful AND c.search_vector @@ q.any_word AND (SELECT count(*) FROM strict) < $12
+       AND q.meaningful AND c.search_vector @@ q.any_word AND (SELECT count(*) FROM strict) < $18
      LIMIT $17
    ) AS m CROSS JOIN q
    ORDER BY ts_rank_cd(m.search_vector, q.any_word) DESC, m.source_id, m.seq
@@ -128,6 +143,20 @@ keyword AS (
   GROUP BY c.source_id, c.seq
   ORDER BY score DESC, c.source_id, c.seq
   LIMIT $13
+),
+totals AS (
+  SELECT t.cfg, sum(r.idf) AS total FROM language_terms t JOIN rarity r ON r.tsq = t.tsq GROUP BY t.cfg
+),
+covered AS (
+  SELECT k.source_id, k.seq, k.score, coalesce(max(x.matched / nullif(tot.total, 0)), 0) AS coverage
+  FROM keyword k
+  JOIN candidates c ON c.source_id = k.source_id AND c.seq = k.seq
+  CROSS JOIN LATERAL (
+    SELECT t.cfg, sum(r.idf) AS matched FROM language_terms t JOIN rarity r ON r.tsq = t.tsq
+    WHERE c.search_vector @@ t.tsq GROUP BY t.cfg
+  ) AS x
+  JOIN totals tot ON tot.cfg = x.cfg
+  GROUP BY k.source_id, k.seq, k.score
 ),
 few AS (
   SELECT count(*) <= $14 AS yes FROM (SELECT 1 FROM knowledge_chunks WHERE tenant_id = $1 LIMIT $14 + 1) AS x
@@ -162,7 +191,7 @@ vector AS (
 fused AS (
   SELECT source_id, seq, sum(part) AS score
   FROM (
-    SELECT source_id, seq, $10::float8 * score / (SELECT max(score) FROM keyword) AS part FROM keyword
+    SELECT source_id, seq, $10::float8 * coverage * score / (SELECT max(score) FROM keyword) AS part FROM covered
     UNION ALL
     SELECT source_id, seq, $11::float8 * sim FROM vector WHERE sim > 0
   ) AS sides
@@ -197,6 +226,7 @@ export const searchRepo = {
       RESCORED,
       p.vector ? `{${p.vector.values.join(',')}}` : '{}',
       ANY_WORD_LIMIT,
+      STRICT_ENOUGH,
     ]);
     return rows.map((row) => ({ ...row, score: Number(row.score) }));
   },
