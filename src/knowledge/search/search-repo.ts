@@ -26,6 +26,12 @@ export const ANY_WORD_LIMIT = 500;
  * does not depend on how many the caller asked for.
  */
 export const STRICT_ENOUGH = 5;
+/**
+ * Questions of 3 up to this many words (in a language) try the chunks holding all of them but one before the chunks
+ * holding any: a full-text index finds those by the two rarest words' postings, where "any word" reads every
+ * word's, common ones included. Longer questions go from every word to any word.
+ */
+export const MOST_WORDS_UP_TO = 8;
 
 export interface SearchParams {
   tenantId: string;
@@ -70,9 +76,13 @@ const VISIBLE = `
 /**
  * Hybrid search in one statement, the same on PostgreSQL and PGlite.
  * Keyword side: the question's words as english and as spanish lexemes (to_tsvector drops each language's
- * stop words and stems the rest). Candidates through the GIN index: the chunks holding every word of the
- * question in one of the languages when there are at least as many as the answer asks for, else the chunks
- * holding any of its words (a guest writes a sentence, not a list of words every passage must hold). The best candidates by ts_rank_cd are ranked again by a BM25-like
+ * stop words and stems the rest). Candidates, level by level until one has STRICT_ENOUGH: the chunks holding
+ * every word of the question in one of the languages; in a tenant of more than VECTOR_SCAN_LIMIT chunks, those
+ * holding all its words but one; the chunks holding any of its words, at most ANY_WORD_LIMIT of them (a guest
+ * writes a sentence, not a list of words every passage must hold). Each level's query is
+ * knowledge_search_query($2, …), an IMMUTABLE function of the bound question, so the planner knows the query
+ * and how many chunks it matches when it plans, as for a plain websearch_to_tsquery. The best candidates are
+ * ranked again by a BM25-like
  * sum over the question's lexemes of idf × ts_rank, the idf taken among those candidates, so that a rare word
  * of the question ("sauna") outweighs a common one ("time"). A question with no lexeme left in english or none
  * in spanish (only stop words of either, punctuation, emoji) finds nothing on either side.
@@ -87,7 +97,8 @@ const VISIBLE = `
  * Reciprocal-rank fusion was measured and left out: it gives a weak side's order as much say as a strong
  * side's (decisions in the helper's notes; bench/search.ts).
  * $2 query, $6 model, $7 the question's sketch, $8 its halves swapped, $9 its non-zero count, $10 keyword weight,
- * $11 vector weight, $12 limit, $13 side depth, $14 vector scan limit, $15 rescored, $16 query vector, $17 any-word limit.
+ * $11 vector weight, $12 limit, $13 side depth, $14 vector scan limit, $15 rescored, $16 query vector, $17 any-word limit,
+ * $18 strict enough, $19 most-words limit.
  */
 const SEARCH = `
 WITH lexemes AS (
@@ -106,30 +117,43 @@ language_terms AS (
   FROM lexemes l WHERE EXISTS (SELECT 1 FROM terms)
 ),
 q AS (
-  SELECT (SELECT string_agg(tsq::text, ' | ') FROM terms)::tsquery AS any_word,
-         (SELECT string_agg('(' || words || ')', ' | ') FROM (
-            SELECT string_agg(DISTINCT ('''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || ''''), ' & ') AS words
-            FROM lexemes WHERE EXISTS (SELECT 1 FROM terms) GROUP BY cfg) AS per_language)::tsquery AS every_word,
-         EXISTS (SELECT 1 FROM terms) AS meaningful
+  SELECT EXISTS (SELECT 1 FROM terms) AS meaningful
+),
+few AS (
+  SELECT count(*) <= $14 AS yes FROM (SELECT 1 FROM knowledge_chunks WHERE tenant_id = $1 LIMIT $14 + 1) AS x
 ),
 strict AS (
   SELECT c.source_id, c.seq, c.search_vector
   FROM q CROSS JOIN knowledge_chunks c ${VISIBLE}
-    AND q.meaningful AND c.search_vector @@ q.every_word
-  ORDER BY ts_rank_cd(c.search_vector, q.every_word) DESC, c.source_id, c.seq
+    AND q.meaningful AND c.search_vector @@ knowledge_search_query($2, 'every', $19::int)
+  ORDER BY ts_rank_cd(c.search_vector, knowledge_search_query($2, 'every', $19::int)) DESC, c.source_id, c.seq
+  LIMIT 2 * $13
+),
+most AS (
+  SELECT m.source_id, m.seq, m.search_vector
+  FROM (
+    SELECT c.source_id, c.seq, c.search_vector
+    FROM q CROSS JOIN knowledge_chunks c ${VISIBLE}
+      AND q.meaningful AND c.search_vector @@ knowledge_search_query($2, 'most', $19::int)
+      AND NOT (SELECT yes FROM few) AND (SELECT count(*) FROM strict) < $18
+    LIMIT $17
+  ) AS m CROSS JOIN q
+  ORDER BY ts_rank(m.search_vector, knowledge_search_query($2, 'any', $19::int)) DESC, m.source_id, m.seq
   LIMIT 2 * $13
 ),
 candidates AS (
   SELECT * FROM strict WHERE (SELECT count(*) FROM strict) >= $18
   UNION ALL
+  SELECT * FROM most WHERE (SELECT count(*) FROM strict) < $18 AND (SELECT count(*) FROM most) >= $18
+  UNION ALL
   (SELECT m.source_id, m.seq, m.search_vector
    FROM (
      SELECT c.source_id, c.seq, c.search_vector
      FROM q CROSS JOIN knowledge_chunks c ${VISIBLE}
-       AND q.meaningful AND c.search_vector @@ q.any_word AND (SELECT count(*) FROM strict) < $18
+       AND q.meaningful AND c.search_vector @@ knowledge_search_query($2, 'any', $19::int) AND (SELECT count(*) FROM strict) < $18 AND (SELECT count(*) FROM most) < $18
      LIMIT $17
    ) AS m CROSS JOIN q
-   ORDER BY ts_rank_cd(m.search_vector, q.any_word) DESC, m.source_id, m.seq
+   ORDER BY ts_rank(m.search_vector, knowledge_search_query($2, 'any', $19::int)) DESC, m.source_id, m.seq
    LIMIT 2 * $13)
 ),
 rarity AS (
@@ -157,9 +181,6 @@ covered AS (
   ) AS x
   JOIN totals tot ON tot.cfg = x.cfg
   GROUP BY k.source_id, k.seq, k.score
-),
-few AS (
-  SELECT count(*) <= $14 AS yes FROM (SELECT 1 FROM knowledge_chunks WHERE tenant_id = $1 LIMIT $14 + 1) AS x
 ),
 pool AS (
   SELECT c.source_id, c.seq, c.embedding_signs AS signs
@@ -227,6 +248,7 @@ export const searchRepo = {
       p.vector ? `{${p.vector.values.join(',')}}` : '{}',
       ANY_WORD_LIMIT,
       STRICT_ENOUGH,
+      MOST_WORDS_UP_TO,
     ]);
     return rows.map((row) => ({ ...row, score: Number(row.score) }));
   },
