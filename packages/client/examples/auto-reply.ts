@@ -103,7 +103,9 @@ export function knowledgeReply(client: M2MClient, options: KnowledgeReplyOptions
       const { results } = await client.knowledge.search({ query: question, limit: 1, ...(options.propertyId ? { propertyId: options.propertyId } : {}) });
       best = results[0];
     } catch (error) {
-      if (error instanceof ApiError && error.status === 403) return handover;
+      // A key without knowledge:read (403), or text the search refuses (400, e.g. a control character): no answer
+      // from the knowledge, so hand over rather than fail the event into endless redeliveries.
+      if (error instanceof ApiError && (error.status === 403 || error.status === 400)) return handover;
       throw error;
     }
     if (!best || best.score < minScore) return handover;
