@@ -264,6 +264,24 @@ export async function runSearch(db: DbKind, postgresUrl: string | undefined, qui
   return result;
 }
 
+/** Issue 44's targets against one run's figures. */
+export function searchTargets(r: SearchResult): Array<[string, boolean]> {
+  const by = (mode: SearchMode) => r.quality.find((q) => q.mode === mode);
+  const [hybrid, keyword, vector] = [by('hybrid'), by('keyword'), by('vector')];
+  const out: Array<[string, boolean]> = [];
+  if (hybrid && keyword && vector) {
+    out.push([`hybrid recall@5 ${hybrid.recallAt5} >= 0.9`, hybrid.recallAt5 >= 0.9]);
+    out.push([`hybrid recall@5 ${hybrid.recallAt5} > keyword ${keyword.recallAt5} and vector ${vector.recallAt5}`, hybrid.recallAt5 > keyword.recallAt5 && hybrid.recallAt5 > vector.recallAt5]);
+    out.push([`hybrid MRR ${hybrid.mrr} > keyword ${keyword.mrr} and vector ${vector.mrr}`, hybrid.mrr > keyword.mrr && hybrid.mrr > vector.mrr]);
+  }
+  if (r.load) {
+    out.push([`p99 ${r.load.hybrid.p99Ms} ms < 50 ms at ${r.load.hybrid.connections} connections`, r.load.hybrid.p99Ms < 50]);
+    out.push([`throughput ${r.load.ratio} >= 0.5 x the bare ts_rank query`, r.load.ratio >= 0.5]);
+    out.push([`index build ${r.load.tenantIndexSeconds} s < 60 s for ${r.load.tenantChunks} chunks`, r.load.tenantIndexSeconds < 60]);
+  }
+  return out;
+}
+
 export function printSearch(results: SearchResult[]): void {
   for (const r of results) {
     printTable(
@@ -282,6 +300,7 @@ export function printSearch(results: SearchResult[]): void {
       );
       console.log(`  hybrid / bare throughput: ${l.ratio}`);
     }
+    for (const [target, pass] of searchTargets(r)) console.log(`  ${pass ? 'PASS' : 'FAIL'}  ${target}`);
   }
 }
 
