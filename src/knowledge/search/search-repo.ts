@@ -26,12 +26,6 @@ export const ANY_WORD_LIMIT = 500;
  * does not depend on how many the caller asked for.
  */
 export const STRICT_ENOUGH = 5;
-/**
- * Questions of 3 up to this many words (in a language) try the chunks holding all of them but one before the chunks
- * holding any: a full-text index finds those by the two rarest words' postings, where "any word" reads every
- * word's, common ones included. Longer questions go from every word to any word.
- */
-export const MOST_WORDS_UP_TO = 8;
 
 export interface SearchParams {
   tenantId: string;
@@ -77,12 +71,10 @@ const VISIBLE = `
  * Hybrid search in one statement, the same on PostgreSQL and PGlite.
  * Keyword side: the question's words as english and as spanish lexemes (to_tsvector drops each language's
  * stop words and stems the rest). Candidates, level by level until one has STRICT_ENOUGH: the chunks holding
- * every word of the question in one of the languages; in a tenant of more than VECTOR_SCAN_LIMIT chunks, those
- * holding all its words but one; the chunks holding any of its words, at most ANY_WORD_LIMIT of them (a guest
- * writes a sentence, not a list of words every passage must hold). Each level's query is
- * knowledge_search_query($2, …), an IMMUTABLE function of the bound question, so the planner knows the query
- * and how many chunks it matches when it plans, as for a plain websearch_to_tsquery. The best candidates are
- * ranked again by a BM25-like
+ * every word of the question in one of the languages; else the chunks holding any of its words, at most
+ * ANY_WORD_LIMIT of them (a guest
+ * writes a sentence, not a list of words every passage must hold); each level's query is
+ * knowledge_search_query($2, …). The best candidates are ranked again by a BM25-like
  * sum over the question's lexemes of idf × ts_rank, the idf taken among those candidates, so that a rare word
  * of the question ("sauna") outweighs a common one ("time"). A question with no lexeme left in english or none
  * in spanish (only stop words of either, punctuation, emoji) finds nothing on either side.
@@ -98,7 +90,7 @@ const VISIBLE = `
  * side's (decisions in the helper's notes; bench/search.ts).
  * $2 query, $6 model, $7 the question's sketch, $8 its halves swapped, $9 its non-zero count, $10 keyword weight,
  * $11 vector weight, $12 limit, $13 side depth, $14 vector scan limit, $15 rescored, $16 query vector, $17 any-word limit,
- * $18 strict enough, $19 most-words limit.
+ * $18 strict enough.
  */
 const SEARCH = `
 WITH lexemes AS (
@@ -117,7 +109,12 @@ language_terms AS (
   FROM lexemes l WHERE EXISTS (SELECT 1 FROM terms)
 ),
 q AS (
-  SELECT EXISTS (SELECT 1 FROM terms) AS meaningful
+  -- Each level's query once per search. The WHERE clauses read it as a scalar subquery (a value computed once,
+  -- which the full-text index can be scanned for), neither as a join column (which the planner may test row by
+  -- row) nor as a call (a generic plan of a named statement may compute it again for every row).
+  SELECT EXISTS (SELECT 1 FROM terms) AS meaningful,
+         knowledge_search_query($2, 'every') AS every_word,
+         knowledge_search_query($2, 'any') AS any_word
 ),
 few AS (
   SELECT count(*) <= $14 AS yes FROM (SELECT 1 FROM knowledge_chunks WHERE tenant_id = $1 LIMIT $14 + 1) AS x
@@ -125,35 +122,21 @@ few AS (
 strict AS (
   SELECT c.source_id, c.seq, c.search_vector
   FROM q CROSS JOIN knowledge_chunks c ${VISIBLE}
-    AND q.meaningful AND c.search_vector @@ knowledge_search_query($2, 'every', $19::int)
-  ORDER BY ts_rank_cd(c.search_vector, knowledge_search_query($2, 'every', $19::int)) DESC, c.source_id, c.seq
-  LIMIT 2 * $13
-),
-most AS (
-  SELECT m.source_id, m.seq, m.search_vector
-  FROM (
-    SELECT c.source_id, c.seq, c.search_vector
-    FROM q CROSS JOIN knowledge_chunks c ${VISIBLE}
-      AND q.meaningful AND c.search_vector @@ knowledge_search_query($2, 'most', $19::int)
-      AND NOT (SELECT yes FROM few) AND (SELECT count(*) FROM strict) < $18
-    LIMIT $17
-  ) AS m CROSS JOIN q
-  ORDER BY ts_rank(m.search_vector, knowledge_search_query($2, 'any', $19::int)) DESC, m.source_id, m.seq
+    AND q.meaningful AND c.search_vector @@ (SELECT every_word FROM q)
+  ORDER BY ts_rank_cd(c.search_vector, q.every_word) DESC, c.source_id, c.seq
   LIMIT 2 * $13
 ),
 candidates AS (
   SELECT * FROM strict WHERE (SELECT count(*) FROM strict) >= $18
   UNION ALL
-  SELECT * FROM most WHERE (SELECT count(*) FROM strict) < $18 AND (SELECT count(*) FROM most) >= $18
-  UNION ALL
   (SELECT m.source_id, m.seq, m.search_vector
    FROM (
      SELECT c.source_id, c.seq, c.search_vector
      FROM q CROSS JOIN knowledge_chunks c ${VISIBLE}
-       AND q.meaningful AND c.search_vector @@ knowledge_search_query($2, 'any', $19::int) AND (SELECT count(*) FROM strict) < $18 AND (SELECT count(*) FROM most) < $18
+       AND q.meaningful AND c.search_vector @@ (SELECT any_word FROM q) AND (SELECT count(*) FROM strict) < $18
      LIMIT $17
    ) AS m CROSS JOIN q
-   ORDER BY ts_rank(m.search_vector, knowledge_search_query($2, 'any', $19::int)) DESC, m.source_id, m.seq
+   ORDER BY ts_rank(m.search_vector, q.any_word) DESC, m.source_id, m.seq
    LIMIT 2 * $13)
 ),
 rarity AS (
@@ -248,7 +231,6 @@ export const searchRepo = {
       p.vector ? `{${p.vector.values.join(',')}}` : '{}',
       ANY_WORD_LIMIT,
       STRICT_ENOUGH,
-      MOST_WORDS_UP_TO,
     ]);
     return rows.map((row) => ({ ...row, score: Number(row.score) }));
   },
