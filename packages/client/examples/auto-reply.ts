@@ -18,7 +18,7 @@
  * guest's question (`POST /knowledge/search`) and its link, plus the guest's linked reservation (check-in date)
  * when the question is about the stay; when nothing scores at least `minScore`, it hands over: it opens nothing
  * and answers a fixed line, leaving the question to the team. The client's key then also needs knowledge:read
- * and reservations:read (without them it hands over every question).
+ * (without it every question is handed over) and reservations:read (without it the reservation is left out).
  */
 import http from 'node:http';
 import { realpathSync } from 'node:fs';
