@@ -109,9 +109,12 @@ language_terms AS (
   FROM lexemes l WHERE EXISTS (SELECT 1 FROM terms)
 ),
 q AS (
-  -- Each level's query once per search. The WHERE clauses read it as a scalar subquery (a value computed once,
-  -- which the full-text index can be scanned for), neither as a join column (which the planner may test row by
-  -- row) nor as a call (a generic plan of a named statement may compute it again for every row).
+  -- Each level's query once per search, for ranking. The WHERE clauses build the same query from built-in
+  -- IMMUTABLE functions of $2 (plainto_tsquery takes every word as a plain word, never as an operator): with the
+  -- question bound, the planner computes it and estimates its matches from the GIN statistics, so it scans the
+  -- full-text index alone instead of ANDing it with a bitmap of every chunk of the tenant; under a generic plan
+  -- of a named statement, computing it again per row costs microseconds. Not a call of knowledge_search_query
+  -- (a SQL function: per row, milliseconds) nor a column of q (the planner cannot estimate it).
   SELECT EXISTS (SELECT 1 FROM terms) AS meaningful,
          knowledge_search_query($2, 'every') AS every_word,
          knowledge_search_query($2, 'any') AS any_word
@@ -122,7 +125,7 @@ few AS (
 strict AS (
   SELECT c.source_id, c.seq, c.search_vector
   FROM q CROSS JOIN knowledge_chunks c ${VISIBLE}
-    AND q.meaningful AND c.search_vector @@ (SELECT every_word FROM q)
+    AND q.meaningful AND c.search_vector @@ (plainto_tsquery('english', $2::text) || plainto_tsquery('spanish', $2::text))
   ORDER BY ts_rank_cd(c.search_vector, q.every_word) DESC, c.source_id, c.seq
   LIMIT 2 * $13
 ),
@@ -133,7 +136,7 @@ candidates AS (
    FROM (
      SELECT c.source_id, c.seq, c.search_vector
      FROM q CROSS JOIN knowledge_chunks c ${VISIBLE}
-       AND q.meaningful AND c.search_vector @@ (SELECT any_word FROM q) AND (SELECT count(*) FROM strict) < $18
+       AND q.meaningful AND c.search_vector @@ replace((plainto_tsquery('english', $2::text) || plainto_tsquery('spanish', $2::text))::text, ' & ', ' | ')::tsquery AND (SELECT count(*) FROM strict) < $18
      LIMIT $17
    ) AS m CROSS JOIN q
    ORDER BY ts_rank(m.search_vector, q.any_word) DESC, m.source_id, m.seq
