@@ -73,8 +73,8 @@ const VISIBLE = `
  * stop words and stems the rest). Candidates, level by level until one has STRICT_ENOUGH: the chunks holding
  * every word of the question in one of the languages; else the chunks holding any of its words, at most
  * ANY_WORD_LIMIT of them (a guest
- * writes a sentence, not a list of words every passage must hold); each level's query is
- * knowledge_search_query($2, …). The best candidates are ranked again by a BM25-like
+ * writes a sentence, not a list of words every passage must hold); see the q CTE for how each level's query is
+ * written. The best candidates are ranked again by a BM25-like
  * sum over the question's lexemes of idf × ts_rank, the idf taken among those candidates, so that a rare word
  * of the question ("sauna") outweighs a common one ("time"). A question with no lexeme left in english or none
  * in spanish (only stop words of either, punctuation, emoji) finds nothing on either side.
