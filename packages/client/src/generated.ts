@@ -1251,7 +1251,7 @@ export type SearchKnowledgeResponse = {
     url?: string;
     /** The passage */
     text: string;
-    /** Relevance in 0..1, comparable within one answer: the passage's keyword score relative to the best one, fused with its vector similarity to the question */
+    /** Relevance in 0..1, comparable across answers: the share of the question's rarer words the passage holds (times its keyword score relative to the best one), fused with its vector similarity to the question */
     score: number;
     updatedAt: string;
   }>;

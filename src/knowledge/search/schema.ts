@@ -19,7 +19,7 @@ export const SearchResult = Type.Object(
     title: Type.String({ maxLength: 2048 }),
     url: Type.Optional(Type.String({ maxLength: 2048 })),
     text: Type.String({ description: 'The passage' }),
-    score: Type.Number({ minimum: 0, maximum: 1, description: 'Relevance in 0..1, comparable within one answer: the passage\'s keyword score relative to the best one, fused with its vector similarity to the question' }),
+    score: Type.Number({ minimum: 0, maximum: 1, description: 'Relevance in 0..1, comparable across answers: the share of the question\'s rarer words the passage holds (times its keyword score relative to the best one), fused with its vector similarity to the question' }),
     updatedAt: DateTime,
   },
   { additionalProperties: false },

@@ -20,6 +20,12 @@ export const RESCORED = 20;
  * of a search. A knowledge base of a few thousand chunks is ranked whole.
  */
 export const ANY_WORD_LIMIT = 500;
+/**
+ * The chunks holding every word of the question are the keyword side's candidates when there are at least this
+ * many; fewer, and the chunks holding any of its words are. A constant, so that the ranking of the first results
+ * does not depend on how many the caller asked for.
+ */
+export const STRICT_ENOUGH = 5;
 
 export interface SearchParams {
   tenantId: string;
@@ -64,19 +70,27 @@ const VISIBLE = `
 /**
  * Hybrid search in one statement, the same on PostgreSQL and PGlite.
  * Keyword side: the question's words as english and as spanish lexemes (to_tsvector drops each language's
- * stop words and stems the rest). Candidates through the GIN index: the chunks holding every word of the
- * question in one of the languages when there are at least as many as the answer asks for, else the chunks
- * holding any of its words (a guest writes a sentence, not a list of words every passage must hold). The best candidates by ts_rank_cd are ranked again by a BM25-like
+ * stop words and stems the rest). Candidates, level by level until one has STRICT_ENOUGH: the chunks holding
+ * every word of the question in one of the languages; else the chunks holding any of its words, at most
+ * ANY_WORD_LIMIT of them (a guest
+ * writes a sentence, not a list of words every passage must hold); see the q CTE for how each level's query is
+ * written. The best candidates are ranked again by a BM25-like
  * sum over the question's lexemes of idf × ts_rank, the idf taken among those candidates, so that a rare word
  * of the question ("sauna") outweighs a common one ("time"). A question with no lexeme left in english or none
  * in spanish (only stop words of either, punctuation, emoji) finds nothing on either side.
  * Vector side: chunks with a stored vector of the question's model, estimated by the cosine of their ternary
  * sign sketches (bits where components are positive, bits where they are negative), the best of them scored by
  * their exact cosine.
- * Fusion: keyword weight × keyword score over the best keyword score + vector weight × cosine (both sides'
- * strength counts, not only their order: a weak side moves little).
+ * Fusion: keyword weight × coverage × keyword score over the best keyword score + vector weight × cosine (both
+ * sides' strength counts, not only their order: a weak side moves little). Coverage is the share of the question's
+ * idf weight (in whichever of the two languages the passage covers better) that the passage holds: it makes the
+ * score absolute, so that a passage sharing only one common word with a question that is about something else
+ * ("a good dentist nearby" → a page saying "nearby") scores low instead of 1 for being the best of a bad lot.
+ * Reciprocal-rank fusion was measured and left out: it gives a weak side's order as much say as a strong
+ * side's (decisions in the helper's notes; bench/search.ts).
  * $2 query, $6 model, $7 the question's sketch, $8 its halves swapped, $9 its non-zero count, $10 keyword weight,
- * $11 vector weight, $12 limit, $13 side depth, $14 vector scan limit, $15 rescored, $16 query vector, $17 any-word limit.
+ * $11 vector weight, $12 limit, $13 side depth, $14 vector scan limit, $15 rescored, $16 query vector, $17 any-word limit,
+ * $18 strict enough.
  */
 const SEARCH = `
 WITH lexemes AS (
@@ -90,31 +104,42 @@ terms AS (
   FROM lexemes
   WHERE (SELECT count(DISTINCT cfg) FROM lexemes) = 2
 ),
+language_terms AS (
+  SELECT DISTINCT l.cfg, ('''' || replace(replace(l.lexeme, '\\', '\\\\'), '''', '''''') || '''')::tsquery AS tsq
+  FROM lexemes l WHERE EXISTS (SELECT 1 FROM terms)
+),
 q AS (
-  SELECT (SELECT string_agg(tsq::text, ' | ') FROM terms)::tsquery AS any_word,
-         (SELECT string_agg('(' || words || ')', ' | ') FROM (
-            SELECT string_agg(DISTINCT ('''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || ''''), ' & ') AS words
-            FROM lexemes WHERE EXISTS (SELECT 1 FROM terms) GROUP BY cfg) AS per_language)::tsquery AS every_word,
-         EXISTS (SELECT 1 FROM terms) AS meaningful
+  -- Each level's query once per search, for ranking. The WHERE clauses build the same query from built-in
+  -- IMMUTABLE functions of $2 (plainto_tsquery takes every word as a plain word, never as an operator): with the
+  -- question bound, the planner computes it and estimates its matches from the GIN statistics, so it scans the
+  -- full-text index alone instead of ANDing it with a bitmap of every chunk of the tenant; under a generic plan
+  -- of a named statement, computing it again per row costs microseconds. Not a call of knowledge_search_query
+  -- (a SQL function: per row, milliseconds) nor a column of q (the planner cannot estimate it).
+  SELECT EXISTS (SELECT 1 FROM terms) AS meaningful,
+         knowledge_search_query($2, 'every') AS every_word,
+         knowledge_search_query($2, 'any') AS any_word
+),
+few AS (
+  SELECT count(*) <= $14 AS yes FROM (SELECT 1 FROM knowledge_chunks WHERE tenant_id = $1 LIMIT $14 + 1) AS x
 ),
 strict AS (
   SELECT c.source_id, c.seq, c.search_vector
   FROM q CROSS JOIN knowledge_chunks c ${VISIBLE}
-    AND q.meaningful AND c.search_vector @@ q.every_word
+    AND q.meaningful AND c.search_vector @@ (plainto_tsquery('english', $2::text) || plainto_tsquery('spanish', $2::text))
   ORDER BY ts_rank_cd(c.search_vector, q.every_word) DESC, c.source_id, c.seq
   LIMIT 2 * $13
 ),
 candidates AS (
-  SELECT * FROM strict WHERE (SELECT count(*) FROM strict) >= $12
+  SELECT * FROM strict WHERE (SELECT count(*) FROM strict) >= $18
   UNION ALL
   (SELECT m.source_id, m.seq, m.search_vector
    FROM (
      SELECT c.source_id, c.seq, c.search_vector
      FROM q CROSS JOIN knowledge_chunks c ${VISIBLE}
-       AND q.meaningful AND c.search_vector @@ q.any_word AND (SELECT count(*) FROM strict) < $12
+       AND q.meaningful AND c.search_vector @@ replace((plainto_tsquery('english', $2::text) || plainto_tsquery('spanish', $2::text))::text, ' & ', ' | ')::tsquery AND (SELECT count(*) FROM strict) < $18
      LIMIT $17
    ) AS m CROSS JOIN q
-   ORDER BY ts_rank_cd(m.search_vector, q.any_word) DESC, m.source_id, m.seq
+   ORDER BY ts_rank(m.search_vector, q.any_word) DESC, m.source_id, m.seq
    LIMIT 2 * $13)
 ),
 rarity AS (
@@ -129,8 +154,19 @@ keyword AS (
   ORDER BY score DESC, c.source_id, c.seq
   LIMIT $13
 ),
-few AS (
-  SELECT count(*) <= $14 AS yes FROM (SELECT 1 FROM knowledge_chunks WHERE tenant_id = $1 LIMIT $14 + 1) AS x
+totals AS (
+  SELECT t.cfg, sum(r.idf) AS total FROM language_terms t JOIN rarity r ON r.tsq = t.tsq GROUP BY t.cfg
+),
+covered AS (
+  SELECT k.source_id, k.seq, k.score, coalesce(max(x.matched / nullif(tot.total, 0)), 0) AS coverage
+  FROM keyword k
+  JOIN candidates c ON c.source_id = k.source_id AND c.seq = k.seq
+  CROSS JOIN LATERAL (
+    SELECT t.cfg, sum(r.idf) AS matched FROM language_terms t JOIN rarity r ON r.tsq = t.tsq
+    WHERE c.search_vector @@ t.tsq GROUP BY t.cfg
+  ) AS x
+  JOIN totals tot ON tot.cfg = x.cfg
+  GROUP BY k.source_id, k.seq, k.score
 ),
 pool AS (
   SELECT c.source_id, c.seq, c.embedding_signs AS signs
@@ -162,7 +198,7 @@ vector AS (
 fused AS (
   SELECT source_id, seq, sum(part) AS score
   FROM (
-    SELECT source_id, seq, $10::float8 * score / (SELECT max(score) FROM keyword) AS part FROM keyword
+    SELECT source_id, seq, $10::float8 * coverage * score / (SELECT max(score) FROM keyword) AS part FROM covered
     UNION ALL
     SELECT source_id, seq, $11::float8 * sim FROM vector WHERE sim > 0
   ) AS sides
@@ -197,6 +233,7 @@ export const searchRepo = {
       RESCORED,
       p.vector ? `{${p.vector.values.join(',')}}` : '{}',
       ANY_WORD_LIMIT,
+      STRICT_ENOUGH,
     ]);
     return rows.map((row) => ({ ...row, score: Number(row.score) }));
   },

@@ -24,8 +24,8 @@ const KINDS: Record<NonNullable<SearchInput['sourceTypes']>[number], SourceKind[
 const ALL_KINDS: SourceKind[] = ['text', 'file', 'url', 'website_page'];
 
 /**
- * How much the vector side counts against the keyword side in hybrid mode: a passage's score is its keyword
- * score over the best keyword score, plus this times its cosine. Chosen on the hotel benchmark (bench/search.ts)
+ * How much the vector side counts against the keyword side in hybrid mode: a passage's score is its coverage
+ * of the question's words times its keyword score over the best keyword score, plus this times its cosine. Chosen on the hotel benchmark (bench/search.ts)
  * with the local embedder, whose vectors share the keyword side's vocabulary: at equal weight they repeat it.
  */
 const HYBRID_VECTOR_WEIGHT = 0.5;
@@ -60,8 +60,8 @@ export interface SearchDeps {
 
 /**
  * Finds the passages of the tenant's knowledge that answer `query`, best first, each citing its source.
- * The score is the fused score over the most the sides could give: 1 is the best keyword passage whose vector
- * is the question's own.
+ * The score is the fused score over the most the sides could give: 1 is the best keyword passage holding every
+ * word of the question whose vector is the question's own.
  */
 export async function searchKnowledge(deps: SearchDeps, ctx: Ctx, input: SearchInput, mode: SearchMode = 'hybrid'): Promise<{ results: SearchResult[] }> {
   const { tenantId } = ctx;
