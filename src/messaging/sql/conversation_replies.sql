@@ -4,8 +4,8 @@
 -- p_replies is a JSON array of reply_claim fields {message (outbound_message), operation, key, requestHash,
 -- response, expiresAt}; one row comes back per element, `ordinal` being its 1-based position. Outcomes: taken (the
 -- key's earlier use: its answer), missing (no such conversation), refused (the send rules), queued.
--- The Idempotency-Key of each reply follows the one protocol (idempotency_claim, idempotency_store), waiting for
--- a use of the key still running. Keys are claimed in key order before any conversation is locked, and
+-- The Idempotency-Keys follow the one protocol (idempotency_claims, idempotency_stores: a group's keys at once),
+-- waiting for a use of a key still running. Keys are claimed in key order before any conversation is locked, and
 -- conversations are locked in id order, so that groups written at once cannot deadlock. Each table is written by
 -- one statement for the whole group.
 -- The send rules (send_refusal) and the customer-service window (reply_window) are decided here, under the
@@ -24,20 +24,18 @@ DECLARE
   written integer[];
   fanned_out text[];
   r record;
-  key_use record;
 BEGIN
   -- claims[n] is the n-th reply.
   SELECT array_agg(ROW(e.n::integer, e.item ->> 'operation', e.item ->> 'key', e.item ->> 'requestHash', e.item -> 'response',
                        (e.item ->> 'expiresAt')::timestamptz, jsonb_populate_record(NULL::outbound_message, e.item -> 'message'))::reply_claim ORDER BY e.n)
   INTO claims FROM jsonb_array_elements(p_replies) WITH ORDINALITY AS e(item, n);
 
-  -- Each key, in key order: an unexpired use is the reply's answer.
-  FOR r IN SELECT c.n, (c.m).tenant_id, c.operation, c.key, (c.m).at FROM unnest(claims) c ORDER BY (c.m).tenant_id, c.operation, c.key, c.n LOOP
-    SELECT * INTO key_use FROM idempotency_claim(r.tenant_id, r.operation, r.key, r.at, true);
-    IF key_use.outcome = 'taken' THEN
-      decided := decided || r.n;
-      RETURN QUERY SELECT r.n, 'taken', key_use.stored_hash, key_use.stored_status, key_use.stored_body, NULL::text, NULL::integer, NULL::timestamptz, NULL::timestamptz, NULL::integer;
-    END IF;
+  -- The keys, claimed together (in key order): an unexpired use is the reply's answer.
+  FOR r IN SELECT k.* FROM (SELECT array_agg((c.m).tenant_id ORDER BY c.n) AS t, array_agg(c.operation ORDER BY c.n) AS o, array_agg(c.key ORDER BY c.n) AS k,
+                                   array_agg((c.m).at ORDER BY c.n) AS at FROM unnest(claims) c) a
+           CROSS JOIN LATERAL idempotency_claims(a.t, a.o, a.k, a.at, true) k WHERE k.outcome = 'taken' LOOP
+    decided := decided || r.ordinal;
+    RETURN QUERY SELECT r.ordinal, 'taken', r.stored_hash, r.stored_status, r.stored_body, NULL::text, NULL::integer, NULL::timestamptz, NULL::timestamptz, NULL::integer;
   END LOOP;
 
   -- The send rules under the conversations' locks. The recipient's phone is the contact's, read under the lock;
@@ -71,11 +69,18 @@ BEGIN
   SELECT COALESCE(array_agg(f.n), '{}') INTO written FROM (
     SELECT DISTINCT ON ((c.m).tenant_id, c.operation, c.key) c.n FROM unnest(claims) c WHERE c.n = ANY (allowed)
     ORDER BY (c.m).tenant_id, c.operation, c.key, c.n) f;
-  PERFORM idempotency_store((c.m).tenant_id, c.operation, c.key, c.request_hash, 202, c.response, (c.m).at, c.expires_at)
-  FROM unnest(claims) c WHERE c.n = ANY (written) ORDER BY c.n;
-  FOR r IN SELECT c.n, (c.m).tenant_id, c.operation, c.key, (c.m).at FROM unnest(claims) c WHERE c.n = ANY (allowed) AND NOT (c.n = ANY (written)) LOOP
-    SELECT * INTO key_use FROM idempotency_claim(r.tenant_id, r.operation, r.key, r.at, true);
-    RETURN QUERY SELECT r.n, 'taken', key_use.stored_hash, key_use.stored_status, key_use.stored_body, NULL::text, NULL::integer, NULL::timestamptz, NULL::timestamptz, NULL::integer;
+  PERFORM idempotency_stores(array_agg((c.m).tenant_id ORDER BY c.n), array_agg(c.operation ORDER BY c.n), array_agg(c.key ORDER BY c.n),
+                             array_agg(c.request_hash ORDER BY c.n), array_agg(202 ORDER BY c.n), array_agg(c.response ORDER BY c.n),
+                             array_agg((c.m).at ORDER BY c.n), array_agg(c.expires_at ORDER BY c.n))
+  FROM unnest(claims) c WHERE c.n = ANY (written) HAVING count(*) > 0;
+  -- A key's later uses in the group: its first use's answer, now stored.
+  FOR r IN SELECT d.n, k.stored_hash, k.stored_status, k.stored_body
+           FROM (SELECT array_agg(c.n ORDER BY c.n) AS ns, array_agg((c.m).tenant_id ORDER BY c.n) AS t, array_agg(c.operation ORDER BY c.n) AS o,
+                        array_agg(c.key ORDER BY c.n) AS k, array_agg((c.m).at ORDER BY c.n) AS at
+                 FROM unnest(claims) c WHERE c.n = ANY (allowed) AND NOT (c.n = ANY (written)) HAVING count(*) > 0) a
+           CROSS JOIN LATERAL idempotency_claims(a.t, a.o, a.k, a.at, true) k
+           CROSS JOIN LATERAL (SELECT a.ns[k.ordinal] AS n) d LOOP
+    RETURN QUERY SELECT r.n, 'taken', r.stored_hash, r.stored_status, r.stored_body, NULL::text, NULL::integer, NULL::timestamptz, NULL::timestamptz, NULL::integer;
   END LOOP;
   IF cardinality(written) = 0 THEN RETURN; END IF;
 

@@ -1,6 +1,7 @@
 -- The Idempotency-Key protocol (decisions 3), the one way every create, start, send and reply takes its key, from
 -- a TypeScript transaction (src/platform/idempotency.ts runIdempotent) or inside conversation_replies:
---   1. idempotency_claim: the key's transaction-scoped advisory lock, then its unexpired earlier use, if any;
+--   1. idempotency_claim: the key's transaction-scoped advisory lock, then its unexpired earlier use, if any
+--      (idempotency_claims does it, for one key here, for a group's keys in conversation_replies);
 --   2. the caller's writes, in the same transaction;
 --   3. idempotency_store: the answer, under the key, committed with the writes.
 -- The lock is held until the transaction ends, so a use still running is never run twice and a crash or a
@@ -11,17 +12,7 @@
 -- Two keys sharing a 64-bit hash only ever wait for each other or see a spurious `running`.
 CREATE OR REPLACE FUNCTION idempotency_claim(p_tenant_id text, p_operation text, p_key text, p_at timestamptz, p_wait boolean,
                                              OUT outcome text, OUT stored_hash text, OUT stored_status integer, OUT stored_body jsonb)
-LANGUAGE plpgsql AS $$
-BEGIN
-  IF p_wait THEN
-    PERFORM pg_advisory_xact_lock(hashtextextended(p_tenant_id || '|' || p_operation || '|' || p_key, 0));
-  ELSIF NOT pg_try_advisory_xact_lock(hashtextextended(p_tenant_id || '|' || p_operation || '|' || p_key, 0)) THEN
-    outcome := 'running';
-    RETURN;
-  END IF;
-  SELECT i.request_hash, i.response_status, i.response_body INTO stored_hash, stored_status, stored_body
-  FROM idempotency_keys i
-  WHERE i.tenant_id = p_tenant_id AND i.operation = p_operation AND i.key = p_key AND i.expires_at > p_at;
-  outcome := CASE WHEN FOUND THEN 'taken' ELSE 'free' END;
-END
+LANGUAGE sql AS $$
+  SELECT c.outcome, c.stored_hash, c.stored_status, c.stored_body
+  FROM idempotency_claims(ARRAY[p_tenant_id], ARRAY[p_operation], ARRAY[p_key], ARRAY[p_at], p_wait) c
 $$;
