@@ -66,3 +66,14 @@ test('an unknown message is 404; outside the window 409 outside_customer_service
   assert.equal(reason(res), 'outside_customer_service_window');
   assert.equal((await db.query(`SELECT 1 FROM messages WHERE conversation_id = $1 AND direction = 'outbound'`, [w.conversationId])).length, 0);
 });
+
+test('a reaction to a contact who opted out is 409 recipient_opted_out, nothing written', async () => {
+  const w = await world(h);
+  const db = h.app.runtime.services.db;
+  const [{ contact_id: contactId }] = await db.query<{ contact_id: string }>('SELECT contact_id FROM conversations WHERE id = $1', [w.conversationId]);
+  await h.app.admin('PATCH', `/tenants/${w.tenantId}/contacts/${contactId}`, { optedOut: true });
+  const res = await send(h, w.key, `/conversations/${w.conversationId}/messages/${w.inboundId}/reactions`, { emoji: '👍' });
+  assert.equal(res.statusCode, 409, res.body);
+  assert.equal(reason(res), 'recipient_opted_out');
+  assert.equal((await db.query(`SELECT 1 FROM messages WHERE conversation_id = $1 AND direction = 'outbound'`, [w.conversationId])).length, 0);
+});

@@ -71,3 +71,13 @@ test('typing outside the customer-service window is 409 outside_customer_service
   assert.equal((await receiptJobs(w.conversationId)).length, 0);
   assert.equal((await h.app.api(w.key, 'POST', '/conversations/cnv_missing/typing')).statusCode, 404);
 });
+
+test('typing to a contact who opted out is 409 recipient_opted_out and queues nothing', async () => {
+  const w = await world(h, SCOPES);
+  const [{ contact_id: contactId }] = await h.app.runtime.services.db.query<{ contact_id: string }>('SELECT contact_id FROM conversations WHERE id = $1', [w.conversationId]);
+  await h.app.admin('PATCH', `/tenants/${w.tenantId}/contacts/${contactId}`, { optedOut: true });
+  const res = await h.app.api(w.key, 'POST', `/conversations/${w.conversationId}/typing`);
+  assert.equal(res.statusCode, 409, res.body);
+  assert.equal(reason(res), 'recipient_opted_out');
+  assert.equal((await receiptJobs(w.conversationId)).length, 0);
+});

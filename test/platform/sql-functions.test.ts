@@ -159,7 +159,7 @@ test("a database made by the previous release (migrations 0001-0027, their funct
       `SELECT conname AS name FROM pg_constraint WHERE contype = 'f' AND convalidated
          AND conrelid IN ('messages'::regclass, 'message_requests'::regclass, 'webhook_events'::regclass, 'idempotency_keys'::regclass) ORDER BY 1`,
     );
-    for (const name of ['messages_conversation_id_fkey', 'message_requests_reply_id_fkey', 'message_requests_channel_id_fkey', 'webhook_events_tenant_id_fkey', 'idempotency_keys_tenant_id_fkey']) {
+    for (const name of ['messages_conversation_fkey', 'message_requests_conversation_fkey', 'message_requests_reply_id_fkey', 'webhook_events_tenant_id_fkey', 'idempotency_keys_tenant_id_fkey']) {
       assert.ok(keys.some((k) => k.name === name), `${name} is back, validated`);
     }
     assert.deepEqual(
@@ -168,6 +168,16 @@ test("a database made by the previous release (migrations 0001-0027, their funct
       'keys are named by operationId, and in-progress claims are gone',
     );
     await assert.rejects(db.query(`INSERT INTO messages (id, tenant_id, conversation_id, direction, text, created_at) VALUES ('msg_x', 'ten_a', 'cnv_missing', 'outbound', 'x', now())`), /foreign key/);
+    // The keys carry the tenant: a row naming another tenant's conversation, or a request on another channel than
+    // its conversation's, is refused.
+    await exec(db, `INSERT INTO tenants (id, name, created_at, updated_at) VALUES ('ten_b', 'B', now(), now());
+      INSERT INTO channels (id, tenant_id, kind, name, created_at, updated_at) VALUES ('chn_b', 'ten_a', 'webchat', 'Web 2', now(), now())`);
+    await assert.rejects(db.query(`INSERT INTO messages (id, tenant_id, conversation_id, direction, text, created_at) VALUES ('msg_y', 'ten_b', 'cnv_a', 'outbound', 'x', now())`), /foreign key/);
+    await assert.rejects(
+      db.query(`INSERT INTO message_requests (id, tenant_id, conversation_id, reply_id, channel_id, channel_kind, text, status, provider, created_at, updated_at)
+                SELECT 'req_y', 'ten_a', 'cnv_a', m.id, 'chn_b', 'webchat', 'x', 'queued', 'webchat', now(), now() FROM messages m WHERE m.conversation_id = 'cnv_a' LIMIT 1`),
+      /foreign key/,
+    );
   });
 });
 

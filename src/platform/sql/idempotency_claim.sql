@@ -12,7 +12,9 @@
 -- Two keys sharing a 64-bit hash only ever wait for each other or see a spurious `running`.
 CREATE OR REPLACE FUNCTION idempotency_claim(p_tenant_id text, p_operation text, p_key text, p_at timestamptz, p_wait boolean,
                                              OUT outcome text, OUT stored_hash text, OUT stored_status integer, OUT stored_body jsonb)
-LANGUAGE sql AS $$
-  SELECT c.outcome, c.stored_hash, c.stored_status, c.stored_body
-  FROM idempotency_claims(ARRAY[p_tenant_id], ARRAY[p_operation], ARRAY[p_key], ARRAY[p_at], p_wait) c
+LANGUAGE plpgsql AS $$
+BEGIN
+  SELECT c.outcome, c.stored_hash, c.stored_status, c.stored_body INTO outcome, stored_hash, stored_status, stored_body
+  FROM idempotency_claims(ARRAY[p_tenant_id], ARRAY[p_operation], ARRAY[p_key], ARRAY[p_at], p_wait) c;
+END
 $$;
