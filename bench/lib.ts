@@ -12,7 +12,7 @@ export const DEFAULT_POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
 export type DbKind = 'pglite' | 'postgres';
 
-export const SCENARIOS = ['api', 'webhooks', 'conversations', 'knowledge', 'crawl', 'abuse', 'replies', 'events', 'recover', 'devstart', 'ops', 'nodes', 'search', 'inbound'] as const;
+export const SCENARIOS = ['api', 'webhooks', 'conversations', 'knowledge', 'crawl', 'abuse', 'replies', 'events', 'recover', 'devstart', 'ops', 'nodes', 'search', 'inbound', 'webchat'] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
 export interface Args {

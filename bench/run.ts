@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- [--only api|webhooks|conversations|knowledge|crawl|abuse|replies|events|recover|devstart|ops|nodes|search|inbound[,…]] [--db pglite|postgres|both] [--quick]`
+ * `npm run bench -- [--only api|webhooks|conversations|knowledge|crawl|abuse|replies|events|recover|devstart|ops|nodes|search|inbound|webchat[,…]] [--db pglite|postgres|both] [--quick]`
  * Runs the scenarios against the real server in child processes on 127.0.0.1, prints tables and writes
  * .bench/results.json. See bench/README.md for what each figure means.
  */
@@ -19,6 +19,7 @@ import { printOps, runOps, type OpsResult } from './ops.js';
 import { printNodes, runNodes, type NodesResult } from './nodes.js';
 import { printSearch, runSearch, type SearchResult } from './search.js';
 import { printInbound, runInbound, type InboundResult } from './inbound.js';
+import { printWebchat, runWebchat, webchatPlan, type WebchatResult } from './webchat.js';
 import { CpuMeter, OUT_DIR, SCENARIOS, fmt, log, parseArgs, printTable, round, sleep, type DbKind, type Scenario } from './lib.js';
 import { dbLabel, detectPostgres, dropSchemas, killAllChildren, stopAllChildren } from './procs.js';
 import { printTargets, targets } from './report.js';
@@ -157,6 +158,7 @@ async function main(): Promise<number> {
   let recover: RecoverResult | undefined;
   const search: SearchResult[] = [];
   const inbound: InboundResult[] = [];
+  const webchat: WebchatResult[] = [];
   const errors: Array<{ scenario: string; db: DbKind; message: string }> = [];
   const record = async (scenario: string, db: DbKind, fn: () => Promise<void>) => {
     try {
@@ -226,6 +228,9 @@ async function main(): Promise<number> {
     if (runs('inbound')) {
       for (const db of dbs) await record('inbound', db, async () => void inbound.push(await runInbound(db, postgresUrl, timing, args.quick)));
     }
+    if (runs('webchat')) {
+      for (const db of dbs) await record('webchat', db, async () => void webchat.push(await runWebchat(db, postgresUrl, webchatPlan(db, args.quick))));
+    }
   } finally {
     await stopAllChildren();
     const dropped = await dropSchemas();
@@ -246,6 +251,7 @@ async function main(): Promise<number> {
   printNodes(nodes);
   if (search.length > 0) printSearch(search);
   printInbound(inbound);
+  printWebchat(webchat);
   const checks = targets(api, webhooks, args.quick, { conversations, knowledge, crawl });
   printTargets(checks);
   for (const e of errors) console.log(`\nFAILED ${e.scenario} on ${dbLabel(e.db)}: ${e.message.split('\n')[0]} (details above and in .bench/logs/)`);

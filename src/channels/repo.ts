@@ -133,9 +133,14 @@ export const channelRepo = {
     );
   },
 
+  /** Traffic came in through the channels: kept to the second as noteOutbound's time is, for the same reason (every message would update the row). */
   async noteInbound(db: Queryable, channelIds: readonly string[], at: Date): Promise<void> {
     if (channelIds.length === 0) return;
-    await db.query('UPDATE channels SET last_inbound_at = GREATEST(last_inbound_at, $2) WHERE id = ANY($1::text[])', [channelIds, at]);
+    await db.query(
+      `UPDATE channels SET last_inbound_at = $2
+        WHERE id = ANY($1::text[]) AND (last_inbound_at IS NULL OR last_inbound_at <= $2::timestamptz - interval '1 second')`,
+      [channelIds, at],
+    );
   },
 
   /** The provider's last error on the channel; `failing` when it refused the credentials. */

@@ -1,5 +1,5 @@
 import type { Db } from '../../db/driver.js';
-import { WEBCHAT_CHANNEL, webchatRepo } from './repo.js';
+import { WEBCHAT_CHANNEL, webchatRepo, type HubEventRow } from './repo.js';
 
 const BATCH = 1000;
 /** Fallback for a lost wake-up (another node's commit while LISTEN was reconnecting). */
@@ -9,14 +9,18 @@ const WAIT_MS = 30_000;
 /** Gaps wider than this are rollbacks or restarts, not concurrent writers: not waited for one by one. */
 const MAX_GAP = 256;
 
+/** Called with a visitor's new events (in id order) whenever the hub read some; a stream reads its rows itself when they do not follow on from what it wrote. */
+export type StreamWake = (rows: readonly HubEventRow[]) => void;
+
 /**
- * One per process: a single LISTEN and a single read of what is new per wake-up, after which only the streams of
- * the visitors concerned read their own rows. With a thousand visitors connected, a message costs two queries, not
- * a thousand. Ids skipped by the sequence are read again until they commit (or for WAIT_MS), so an event committed
- * after a higher id still wakes its visitor.
+ * One per process: a single LISTEN and a single read of what is new per wake-up, handed to the streams of the
+ * visitors concerned. With a thousand visitors connected, a message costs one query, not a thousand: a stream
+ * writes the rows it is handed when they follow on from the last one it wrote, and reads its own rows only when
+ * they do not (src/channels/webchat/stream.ts). Ids skipped by the sequence are read again until they commit (or
+ * for WAIT_MS), so an event committed after a higher id still reaches its visitor.
  */
 export class WebchatHub {
-  private readonly streams = new Map<string, Set<() => void>>();
+  private readonly streams = new Map<string, Set<StreamWake>>();
   private count = 0;
   private active: Promise<{ unlisten: () => void; timer: NodeJS.Timeout }> | undefined;
   private lastId = '0';
@@ -29,8 +33,8 @@ export class WebchatHub {
     private readonly onError: (error: unknown) => void,
   ) {}
 
-  /** Calls `wake` whenever the visitor may have new events; resolves once the hub listens. Returns the unsubscribe. */
-  async subscribe(visitorId: string, wake: () => void): Promise<() => void> {
+  /** Calls `wake` with the visitor's new events; resolves once the hub listens. Returns the unsubscribe. */
+  async subscribe(visitorId: string, wake: StreamWake): Promise<() => void> {
     let set = this.streams.get(visitorId);
     if (!set) this.streams.set(visitorId, (set = new Set()));
     set.add(wake);
@@ -70,16 +74,18 @@ export class WebchatHub {
     }
     this.running = true;
     try {
-      let rows: Array<{ id: string; visitor_id: string }>;
+      let rows: HubEventRow[];
       do {
         this.again = false;
         const now = Date.now();
         for (const [id, since] of this.waiting) if (now - since > WAIT_MS) this.waiting.delete(id);
         rows = await webchatRepo.newSince(this.db, this.lastId, [...this.waiting.keys()], BATCH);
-        const woken = new Set<string>();
+        const byVisitor = new Map<string, HubEventRow[]>();
         for (const row of rows) {
           this.waiting.delete(row.id);
-          woken.add(row.visitor_id);
+          const mine = byVisitor.get(row.visitor_id);
+          if (mine) mine.push(row);
+          else byVisitor.set(row.visitor_id, [row]);
           const id = BigInt(row.id);
           const last = BigInt(this.lastId);
           if (id > last) {
@@ -87,7 +93,7 @@ export class WebchatHub {
             this.lastId = row.id;
           }
         }
-        for (const visitorId of woken) for (const wake of this.streams.get(visitorId) ?? []) wake();
+        for (const [visitorId, mine] of byVisitor) for (const wake of this.streams.get(visitorId) ?? []) wake(mine);
       } while (this.again || rows.length === BATCH);
     } catch (error) {
       this.onError(error);

@@ -25,6 +25,12 @@ export interface WebchatEventRow {
   created_at: Date;
 }
 
+/** An event as the hub reads it for every stream of the process (see newSince). */
+export interface HubEventRow extends WebchatEventRow {
+  visitor_id: string;
+  prev_id: string | null;
+}
+
 export interface MediaRow {
   id: string;
   widget_id: string;
@@ -74,22 +80,39 @@ export const webchatRepo = {
     return { count: rows[0]?.rate_count ?? 0, windowStart: rows[0]?.rate_window_start ?? now };
   },
 
-  async setConversation(db: Queryable, visitorId: string, conversationId: string): Promise<void> {
-    await db.query(`UPDATE webchat_sessions SET conversation_id = $2 WHERE id = $1 AND conversation_id IS DISTINCT FROM $2`, [visitorId, conversationId]);
-  },
-
   /**
    * Serialises the writers of one visitor's stream for the rest of the transaction, so its event ids commit in
    * the order they were given (a reader resuming after an id never skips one committed later).
    */
   async lockVisitor(db: Queryable, visitorId: string): Promise<void> {
-    await db.query(`SELECT pg_advisory_xact_lock(hashtextextended('webchat|' || $1, 0))`, [visitorId]);
+    await db.query(`SELECT webchat_lock_visitor($1)`, [visitorId]);
   },
 
-  async insertEvent(db: Queryable, row: { tenantId: string; widgetId: string; visitorId: string; kind: WebchatEventKind; data: Record<string, unknown>; now: Date }): Promise<string> {
+  /**
+   * Adds events to a visitor's stream in one statement committed on its own (webchat_events_write:
+   * src/channels/sql/webchat_events_write.sql), notifying `notifyName` at commit. The new ids in order, or undefined
+   * when the visitor has no session on this widget (nothing written).
+   */
+  async writeEvents(db: Queryable, write: { visitorId: string; widgetId: string; events: ReadonlyArray<{ kind: WebchatEventKind; data: Record<string, unknown> }>; now: Date; notifyName: string }): Promise<string[] | undefined> {
+    const rows = await db.query<{ id: string }>('SELECT id FROM webchat_events_write($1, $2, $3::jsonb, $4, $5)', [
+      write.visitorId,
+      write.widgetId,
+      JSON.stringify(write.events),
+      write.now,
+      write.notifyName,
+    ]);
+    return rows.length > 0 ? rows.map((row) => row.id) : undefined;
+  },
+
+  /**
+   * A visitor's own message on its stream, in one statement with the session's link to the conversation (kept to
+   * the conversation the message went to). Under the visitor's lock (lockVisitor).
+   */
+  async insertVisitorMessage(db: Queryable, row: { tenantId: string; widgetId: string; visitorId: string; conversationId: string; data: Record<string, unknown>; now: Date }): Promise<string> {
     const rows = await db.query<{ id: string }>(
-      `INSERT INTO webchat_events (tenant_id, widget_id, visitor_id, kind, data, created_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id::text AS id`,
-      [row.tenantId, row.widgetId, row.visitorId, row.kind, JSON.stringify(row.data), row.now],
+      `WITH linked AS (UPDATE webchat_sessions SET conversation_id = $6 WHERE id = $3 AND conversation_id IS DISTINCT FROM $6)
+       INSERT INTO webchat_events (tenant_id, widget_id, visitor_id, kind, data, created_at) VALUES ($1, $2, $3, 'message', $4, $5) RETURNING id::text AS id`,
+      [row.tenantId, row.widgetId, row.visitorId, JSON.stringify(row.data), row.now, row.conversationId],
     );
     return rows[0].id;
   },
@@ -103,10 +126,16 @@ export const webchatRepo = {
     );
   },
 
-  /** The hub's read: events after `after`, and the ids it still waits for (seen missing, maybe committing late). */
-  async newSince(db: Queryable, after: string, waiting: readonly string[], limit: number): Promise<Array<{ id: string; visitor_id: string }>> {
-    return db.query<{ id: string; visitor_id: string }>(
-      `SELECT id::text AS id, visitor_id FROM webchat_events WHERE id > $1::bigint OR id = ANY ($2::bigint[]) ORDER BY id LIMIT $3`,
+  /**
+   * The hub's read: events after `after`, and the ids it still waits for (seen missing, maybe committing late), each
+   * with the id of its visitor's event before it (`prev_id`, committed before it: see lockVisitor), so that a stream
+   * that has written up to that id can write the event as it is, without reading its own rows again.
+   */
+  async newSince(db: Queryable, after: string, waiting: readonly string[], limit: number): Promise<HubEventRow[]> {
+    return db.query<HubEventRow>(
+      `SELECT e.id::text AS id, e.visitor_id, e.kind, e.data, e.created_at,
+         (SELECT max(p.id) FROM webchat_events p WHERE p.visitor_id = e.visitor_id AND p.id < e.id)::text AS prev_id
+       FROM webchat_events e WHERE e.id > $1::bigint OR e.id = ANY ($2::bigint[]) ORDER BY e.id LIMIT $3`,
       [after, [...waiting], limit],
     );
   },

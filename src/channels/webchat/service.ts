@@ -136,9 +136,8 @@ export class WebchatService {
         now,
       );
       if (!result) throw new Error('a new webchat message id was already taken');
-      await webchatRepo.setConversation(tx, session.id, result.conversationId);
       const message: Omit<VisitorMessage, 'eventId'> = { messageId, direction: 'inbound', type: 'text', text, createdAt: now.toISOString() };
-      await webchatRepo.insertEvent(tx, { tenantId: channel.tenant_id, widgetId: session.widget_id, visitorId: session.id, kind: 'message', data: { ...message }, now });
+      await webchatRepo.insertVisitorMessage(tx, { tenantId: channel.tenant_id, widgetId: session.widget_id, visitorId: session.id, conversationId: result.conversationId, data: { ...message }, now });
       tx.notify(WEBCHAT_CHANNEL);
       return result;
     });

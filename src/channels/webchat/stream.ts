@@ -1,10 +1,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { webchatRepo, type WebchatEventRow } from './repo.js';
+import { webchatRepo, type HubEventRow, type WebchatEventRow } from './repo.js';
 import { visitorMessage, type VisitorSession, type WebchatService } from './service.js';
 
 const BATCH = 200;
 const HEARTBEAT_MS = 15_000;
-/** A last resort per stream; the hub's wake-ups (and its own poll) carry everything in the usual case. */
+/** A last resort per stream; the hub's reads (and its own poll) carry everything in the usual case. */
 const POLL_MS = 60_000;
 const EVENT_ID = /^\d{1,18}$/;
 
@@ -18,8 +18,10 @@ function frame(row: WebchatEventRow): string {
  * A visitor's live stream. Each event's id is its row id in the visitor's stream; the rows of one visitor commit
  * in id order (src/channels/webchat/repo.ts, lockVisitor), so a client that reconnects with `Last-Event-ID` (or
  * first connects with `?after=`, the last id it read from GET /messages) gets exactly what it has not seen.
- * Without either it starts at the newest event. Every node's commits wake it through the process's hub (one
- * LISTEN, one read per wake-up), which wakes only the streams of the visitors concerned.
+ * Without either it starts at the newest event. Every node's commits reach it through the process's hub (one
+ * LISTEN, one read per wake-up), which hands each stream its visitor's new rows: written as they are when they follow
+ * on from the last one written (the row's `prev_id` is at most that one), else the stream reads its rows after that
+ * one itself, so nothing is skipped.
  */
 export async function streamVisitor(service: WebchatService, visitor: VisitorSession, after: string | undefined, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const { db } = service;
@@ -69,7 +71,24 @@ export async function streamVisitor(service: WebchatService, visitor: VisitorSes
     }
   };
 
-  const unsubscribe = await service.hub.subscribe(session.id, () => void flush());
+  const take = (rows: readonly HubEventRow[]): void => {
+    if (closed) return;
+    if (running) {
+      again = true;
+      return;
+    }
+    for (const row of rows) {
+      if (BigInt(row.id) <= BigInt(lastId)) continue;
+      if (row.prev_id !== null && BigInt(row.prev_id) > BigInt(lastId)) {
+        void flush();
+        return;
+      }
+      res.write(frame(row));
+      lastId = row.id;
+    }
+  };
+
+  const unsubscribe = await service.hub.subscribe(session.id, take);
   const heartbeat = setInterval(() => res.write(': ping\n\n'), HEARTBEAT_MS);
   const poll = setInterval(() => void flush(), POLL_MS);
   request.raw.on('close', () => {
