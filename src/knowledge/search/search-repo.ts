@@ -120,7 +120,9 @@ q AS (
          knowledge_search_query($2, 'any') AS any_word
 ),
 few AS (
-  SELECT count(*) <= $14 AS yes FROM (SELECT 1 FROM knowledge_chunks WHERE tenant_id = $1 LIMIT $14 + 1) AS x
+  -- In the tenant index's order, so that the count reads at most $14 + 1 index entries whatever the tenant's size.
+  SELECT count(*) <= $14 AS yes
+  FROM (SELECT 1 FROM knowledge_chunks WHERE tenant_id = $1 ORDER BY tenant_id, source_id, seq LIMIT $14 + 1) AS x
 ),
 strict AS (
   SELECT c.source_id, c.seq, c.search_vector
@@ -169,9 +171,14 @@ covered AS (
   GROUP BY k.source_id, k.seq, k.score
 ),
 pool AS (
+  -- A few chunks: all of them, read as the first $14 of the tenant's (which are all there are). Bounded so in the
+  -- statement itself: a plan's estimate counts this branch even when the tenant is large and it never runs, and an
+  -- estimate as large as a scan of every chunk of a large tenant makes PostgreSQL compile the whole statement (JIT)
+  -- on every search.
   SELECT c.source_id, c.seq, c.embedding_signs AS signs
-  FROM knowledge_chunks c ${VISIBLE}
-    AND (SELECT yes FROM few) AND (SELECT meaningful FROM q) AND c.embedding_model = $6::text
+  FROM (SELECT * FROM knowledge_chunks WHERE tenant_id = $1 AND (SELECT yes FROM few) AND (SELECT meaningful FROM q)
+        ORDER BY tenant_id, source_id, seq LIMIT $14) AS c ${VISIBLE}
+    AND c.embedding_model = $6::text
   UNION ALL
   SELECT c.source_id, c.seq, c.embedding_signs
   FROM keyword k JOIN knowledge_chunks c ON c.source_id = k.source_id AND c.seq = k.seq
