@@ -128,10 +128,10 @@ strict AS (
   SELECT c.source_id, c.seq, c.search_vector
   FROM q CROSS JOIN knowledge_chunks c ${VISIBLE}
     AND q.meaningful AND c.search_vector @@ (plainto_tsquery('english', $2::text) || plainto_tsquery('spanish', $2::text))
-  ORDER BY ts_rank_cd(c.search_vector, q.every_word) DESC, c.source_id, c.seq
+  ORDER BY ts_rank(c.search_vector, q.every_word) DESC, c.source_id, c.seq
   LIMIT 2 * $13
 ),
-candidates AS (
+matched AS (
   SELECT * FROM strict WHERE (SELECT count(*) FROM strict) >= $18
   UNION ALL
   (SELECT m.source_id, m.seq, m.search_vector
@@ -143,6 +143,13 @@ candidates AS (
    ) AS m CROSS JOIN q
    ORDER BY ts_rank(m.search_vector, q.any_word) DESC, m.source_id, m.seq
    LIMIT 2 * $13)
+),
+candidates AS (
+  -- Each candidate's words once in memory: a stored tsvector is kept compressed, and the ranking below tests every
+  -- candidate against every lexeme of the question (rarity, keyword, covered), which would decompress it each
+  -- time. setweight to D is the identity here (to_tsvector gives every position weight D); it returns the vector
+  -- as a new, uncompressed value.
+  SELECT source_id, seq, setweight(search_vector, 'D') AS search_vector FROM matched
 ),
 rarity AS (
   SELECT t.tsq, ln(1 + ((SELECT count(*) FROM candidates) - count(c.seq) + 0.5) / (count(c.seq) + 0.5)) AS idf
