@@ -19,7 +19,7 @@ import { createRuntime, type Runtime } from '../src/runtime.js';
 import { LocalEmbedder } from '../src/knowledge/crawler/embedder.js';
 import { searchKnowledge, type SearchMode } from '../src/knowledge/search/search.js';
 import { HOTEL_PAGES, hotelQuestions, startHotelSite } from '../test/fixtures/hotel-site/site.js';
-import { fmt, log, printTable, round, sleep, type DbKind } from './lib.js';
+import { CpuMeter, fmt, log, printTable, round, sleep, type DbKind } from './lib.js';
 import { detectPostgres, dropSchemas, newSchema } from './procs.js';
 
 export interface QualityRow {
@@ -43,6 +43,8 @@ export interface SearchLoad {
   qps: number;
   p50Ms: number;
   p99Ms: number;
+  /** CPU over the run, % of one core: this process (the bench), PostgreSQL, everything else on the machine. */
+  cpuPct: Record<string, number>;
 }
 
 export interface SearchResult {
@@ -192,9 +194,12 @@ export async function seedTenant(db: Db, tenantId: string, chunks: number, words
   }
 }
 
+const cpu = (pct: Record<string, number>) => `${fmt(pct.bench)} / ${fmt(pct.postgres)} / ${fmt(pct.other)}`;
+
 /** `connections` loops running `run` for `seconds`; latencies of every call. */
 async function drive(what: string, connections: number, seconds: number, run: (i: number) => Promise<unknown>): Promise<SearchLoad> {
   const latencies: number[] = [];
+  const meter = new CpuMeter({ bench: process.pid }, true);
   const end = Date.now() + seconds * 1000;
   let counter = 0;
   await Promise.all(
@@ -208,8 +213,9 @@ async function drive(what: string, connections: number, seconds: number, run: (i
   );
   latencies.sort((a, b) => a - b);
   const at = (p: number) => round(latencies[Math.min(latencies.length - 1, Math.ceil((p / 100) * latencies.length) - 1)] ?? Number.NaN, 1);
-  const load = { what, connections, qps: round(latencies.length / seconds), p50Ms: at(50), p99Ms: at(99) };
-  log(`  ${what}: ${fmt(load.qps)} q/s, p50 ${load.p50Ms} ms, p99 ${load.p99Ms} ms`);
+  const cpuPct = meter.stop();
+  const load = { what, connections, qps: round(latencies.length / seconds), p50Ms: at(50), p99Ms: at(99), cpuPct };
+  log(`  ${what}: ${fmt(load.qps)} q/s, p50 ${load.p50Ms} ms, p99 ${load.p99Ms} ms, CPU % bench/pg/other ${cpu(cpuPct)}`);
   return load;
 }
 
@@ -226,7 +232,8 @@ async function load(postgresUrl: string, quick: boolean): Promise<NonNullable<Se
     await seedTenant(db, 'tn_search', tenantChunks, words);
     const tenantInsertSeconds = round((performance.now() - t) / 1000, 1);
     t = performance.now();
-    await db.query('CREATE INDEX knowledge_chunks_search ON knowledge_chunks USING gin (search_vector)');
+    // As migration 0036 defines it: the tenant and the chunk's words in one GIN index.
+    await db.query('CREATE INDEX knowledge_chunks_search ON knowledge_chunks USING gin (tenant_id, search_vector)');
     const tenantIndexSeconds = round((performance.now() - t) / 1000, 1);
     log(`  ${tenantChunks} chunks: inserted in ${tenantInsertSeconds} s, full-text index built in ${tenantIndexSeconds} s`);
     const others = 9;
@@ -295,8 +302,8 @@ export function printSearch(results: SearchResult[]): void {
       const l = r.load;
       printTable(
         `Knowledge search load, postgres (${l.tenantChunks} chunks in the tenant, ${l.totalChunks} in all; insert ${l.tenantInsertSeconds} s, index ${l.tenantIndexSeconds} s)`,
-        ['query', 'connections', 'q/s', 'p50 ms', 'p99 ms'],
-        [l.hybrid, l.bare].map((x) => [x.what, String(x.connections), fmt(x.qps), fmt(x.p50Ms, 1), fmt(x.p99Ms, 1)]),
+        ['query', 'connections', 'q/s', 'p50 ms', 'p99 ms', 'CPU % bench/pg/other'],
+        [l.hybrid, l.bare].map((x) => [x.what, String(x.connections), fmt(x.qps), fmt(x.p50Ms, 1), fmt(x.p99Ms, 1), cpu(x.cpuPct)]),
       );
       console.log(`  hybrid / bare throughput: ${l.ratio}`);
     }

@@ -113,14 +113,15 @@ export async function openPglite(options: { dataDir: string; schema: string; tem
     mkdirSync(dataDir, { recursive: true });
   }
   // Loaded only when used: a PostgreSQL deployment should not carry the embedded engine's memory.
-  const [{ PGlite }, { pg_trgm }] = await Promise.all([
+  const [{ PGlite }, { pg_trgm }, { btree_gin }] = await Promise.all([
     import('@electric-sql/pglite'),
     import('@electric-sql/pglite/contrib/pg_trgm'),
+    import('@electric-sql/pglite/contrib/btree_gin'),
     dataDir ? seedFromTemplate(dataDir, options.templateDir ?? BUILT_TEMPLATE_DIR) : undefined,
   ]);
   const lite = await PGlite.create(dataDir, {
     parsers: { 20: (value: string) => Number(value) },
-    extensions: { pg_trgm },
+    extensions: { pg_trgm, btree_gin },
     startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS.flatMap((setting) => ['-c', setting])],
   });
   if (schema !== 'public') {

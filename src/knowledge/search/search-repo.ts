@@ -89,8 +89,11 @@ const VISIBLE = `
  * Reciprocal-rank fusion was measured and left out: it gives a weak side's order as much say as a strong
  * side's (decisions in the helper's notes; bench/search.ts).
  * $2 query, $6 model, $7 the question's sketch, $8 its halves swapped, $9 its non-zero count, $10 keyword weight,
- * $11 vector weight, $12 limit, $13 side depth, $14 vector scan limit, $15 rescored, $16 query vector, $17 any-word limit,
- * $18 strict enough.
+ * $11 vector weight, $12 limit, $13 query vector.
+ * The code's constants (SIDE_DEPTH, VECTOR_SCAN_LIMIT, RESCORED, ANY_WORD_LIMIT, STRICT_ENOUGH) are literals of the
+ * text, not parameters: the named statement's generic plan is then estimated with the same bounds as a custom one
+ * (a LIMIT of an unknown parameter is estimated as a tenth of the rows), so PostgreSQL keeps it instead of
+ * planning this statement again on every search.
  */
 const SEARCH = `
 WITH lexemes AS (
@@ -120,27 +123,36 @@ q AS (
          knowledge_search_query($2, 'any') AS any_word
 ),
 few AS (
-  SELECT count(*) <= $14 AS yes FROM (SELECT 1 FROM knowledge_chunks WHERE tenant_id = $1 LIMIT $14 + 1) AS x
+  -- In the tenant index's order, so that the count stops at the limit whatever the tenant's size.
+  SELECT count(*) <= ${VECTOR_SCAN_LIMIT} AS yes
+  FROM (SELECT 1 FROM knowledge_chunks WHERE tenant_id = $1 ORDER BY tenant_id, source_id, seq LIMIT ${VECTOR_SCAN_LIMIT} + 1) AS x
 ),
 strict AS (
   SELECT c.source_id, c.seq, c.search_vector
   FROM q CROSS JOIN knowledge_chunks c ${VISIBLE}
     AND q.meaningful AND c.search_vector @@ (plainto_tsquery('english', $2::text) || plainto_tsquery('spanish', $2::text))
-  ORDER BY ts_rank_cd(c.search_vector, q.every_word) DESC, c.source_id, c.seq
-  LIMIT 2 * $13
+  ORDER BY ts_rank(c.search_vector, q.every_word) DESC, c.source_id, c.seq
+  LIMIT 2 * ${SIDE_DEPTH}
 ),
-candidates AS (
-  SELECT * FROM strict WHERE (SELECT count(*) FROM strict) >= $18
+matched AS (
+  SELECT * FROM strict WHERE (SELECT count(*) FROM strict) >= ${STRICT_ENOUGH}
   UNION ALL
   (SELECT m.source_id, m.seq, m.search_vector
    FROM (
      SELECT c.source_id, c.seq, c.search_vector
      FROM q CROSS JOIN knowledge_chunks c ${VISIBLE}
-       AND q.meaningful AND c.search_vector @@ replace((plainto_tsquery('english', $2::text) || plainto_tsquery('spanish', $2::text))::text, ' & ', ' | ')::tsquery AND (SELECT count(*) FROM strict) < $18
-     LIMIT $17
+       AND q.meaningful AND c.search_vector @@ replace((plainto_tsquery('english', $2::text) || plainto_tsquery('spanish', $2::text))::text, ' & ', ' | ')::tsquery AND (SELECT count(*) FROM strict) < ${STRICT_ENOUGH}
+     LIMIT ${ANY_WORD_LIMIT}
    ) AS m CROSS JOIN q
    ORDER BY ts_rank(m.search_vector, q.any_word) DESC, m.source_id, m.seq
-   LIMIT 2 * $13)
+   LIMIT 2 * ${SIDE_DEPTH})
+),
+candidates AS (
+  -- Each candidate's words once in memory: a stored tsvector is kept compressed, and the ranking below tests every
+  -- candidate against every lexeme of the question (rarity, keyword, covered), which would decompress it each
+  -- time. setweight to D is the identity here (to_tsvector gives every position weight D); it returns the vector
+  -- as a new, uncompressed value.
+  SELECT source_id, seq, setweight(search_vector, 'D') AS search_vector FROM matched
 ),
 rarity AS (
   SELECT t.tsq, ln(1 + ((SELECT count(*) FROM candidates) - count(c.seq) + 0.5) / (count(c.seq) + 0.5)) AS idf
@@ -152,7 +164,7 @@ keyword AS (
   FROM candidates c JOIN rarity r ON c.search_vector @@ r.tsq
   GROUP BY c.source_id, c.seq
   ORDER BY score DESC, c.source_id, c.seq
-  LIMIT $13
+  LIMIT ${SIDE_DEPTH}
 ),
 totals AS (
   SELECT t.cfg, sum(r.idf) AS total FROM language_terms t JOIN rarity r ON r.tsq = t.tsq GROUP BY t.cfg
@@ -169,9 +181,14 @@ covered AS (
   GROUP BY k.source_id, k.seq, k.score
 ),
 pool AS (
+  -- A few chunks: all of them, read as the first VECTOR_SCAN_LIMIT of the tenant's (which are all there are). Bounded so in the
+  -- statement itself: a plan's estimate counts this branch even when the tenant is large and it never runs, and an
+  -- estimate as large as a scan of every chunk of a large tenant makes PostgreSQL compile the whole statement (JIT)
+  -- on every search.
   SELECT c.source_id, c.seq, c.embedding_signs AS signs
-  FROM knowledge_chunks c ${VISIBLE}
-    AND (SELECT yes FROM few) AND (SELECT meaningful FROM q) AND c.embedding_model = $6::text
+  FROM (SELECT * FROM knowledge_chunks WHERE tenant_id = $1 AND (SELECT yes FROM few) AND (SELECT meaningful FROM q)
+        ORDER BY tenant_id, source_id, seq LIMIT ${VECTOR_SCAN_LIMIT}) AS c ${VISIBLE}
+    AND c.embedding_model = $6::text
   UNION ALL
   SELECT c.source_id, c.seq, c.embedding_signs
   FROM keyword k JOIN knowledge_chunks c ON c.source_id = k.source_id AND c.seq = k.seq
@@ -188,11 +205,11 @@ sketched AS (
   ) AS scored
   WHERE estimate > 0
   ORDER BY estimate DESC, source_id, seq
-  LIMIT $15
+  LIMIT ${RESCORED}
 ),
 vector AS (
   SELECT c.source_id, c.seq,
-    (SELECT sum(a * b) / nullif(sqrt(sum(a * a) * sum(b * b)), 0) FROM unnest(c.embedding, $16::real[]) AS u (a, b)) AS sim
+    (SELECT sum(a * b) / nullif(sqrt(sum(a * a) * sum(b * b)), 0) FROM unnest(c.embedding, $13::real[]) AS u (a, b)) AS sim
   FROM sketched k JOIN knowledge_chunks c ON c.source_id = k.source_id AND c.seq = k.seq
 ),
 fused AS (
@@ -228,12 +245,7 @@ export const searchRepo = {
       p.weights.keyword,
       p.vector ? p.weights.vector : 0,
       p.limit,
-      SIDE_DEPTH,
-      VECTOR_SCAN_LIMIT,
-      RESCORED,
       p.vector ? `{${p.vector.values.join(',')}}` : '{}',
-      ANY_WORD_LIMIT,
-      STRICT_ENOUGH,
     ]);
     return rows.map((row) => ({ ...row, score: Number(row.score) }));
   },
