@@ -232,7 +232,7 @@ async function load(postgresUrl: string, quick: boolean): Promise<NonNullable<Se
     await seedTenant(db, 'tn_search', tenantChunks, words);
     const tenantInsertSeconds = round((performance.now() - t) / 1000, 1);
     t = performance.now();
-    // As migration 0036 defines it: the tenant and the chunk's words in one GIN index.
+    // As migration 0038 defines it: the tenant and the chunk's words in one GIN index.
     await db.query('CREATE INDEX knowledge_chunks_search ON knowledge_chunks USING gin (tenant_id, search_vector)');
     const tenantIndexSeconds = round((performance.now() - t) / 1000, 1);
     log(`  ${tenantChunks} chunks: inserted in ${tenantInsertSeconds} s, full-text index built in ${tenantIndexSeconds} s`);
