@@ -37,12 +37,13 @@ export const callbackRepo = {
     return ids;
   },
 
-  async get(db: Queryable, id: string): Promise<CallbackRow | undefined> {
-    return (await db.query<CallbackRow>('SELECT * FROM provider_callbacks WHERE id = $1', [id]))[0];
+  getMany(db: Queryable, ids: readonly string[]): Promise<CallbackRow[]> {
+    return db.query<CallbackRow>('SELECT * FROM provider_callbacks WHERE id = ANY($1::text[])', [ids]);
   },
 
-  async markProcessed(db: Queryable, id: string, now: Date): Promise<void> {
-    await db.query('UPDATE provider_callbacks SET processed_at = $2 WHERE id = $1', [id, now]);
+  async markProcessed(db: Queryable, ids: readonly string[], now: Date): Promise<void> {
+    if (ids.length === 0) return;
+    await db.query('UPDATE provider_callbacks SET processed_at = $2 WHERE id = ANY($1::text[])', [ids, now]);
   },
 
   /** Deletes processed callbacks received before `cutoff` (retention); how many. Unprocessed ones are kept. */
