@@ -6,9 +6,9 @@
  * acknowledgement (p50/p99, non-200), that each message is stored once, and message → `message.created` at a
  * subscribed receiver (the callback's send time to the webhook's arrival; p50/p99), with CPU shares.
  * Targets (issue 41): PostgreSQL ack p99 < 100 ms and arrival p99 < 1 s at 1,000/s; PGlite the same at 200/s.
- * Then outbound: replies to those guests' conversations (32 connections, a fresh Idempotency-Key each) sent
- * through a fake Graph API (test/helpers/fake-graph.ts, in this process) that answers each call after 50 ms:
- * sends per second from the first to the last call it received (target, PostgreSQL: at least 1,000/s).
+ * Then, on PostgreSQL, outbound: replies to those guests' conversations queued by an API node, then sent by a worker
+ * node through a fake Graph API (test/helpers/fake-graph.ts, in this process) that answers each call after 50 ms:
+ * sends per second from the first to the last call it received (target: at least 1,000/s).
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import { Agent, request } from 'undici';
@@ -42,7 +42,8 @@ export interface InboundResult {
   /** Seconds from the last callback sent to the last message.created received. */
   tailS: number;
   cpuPct: Record<string, number>;
-  outbound: OutboundResult;
+  /** PostgreSQL only. */
+  outbound?: OutboundResult;
 }
 
 export interface OutboundResult {
@@ -96,7 +97,8 @@ export async function runInbound(db: DbKind, postgresUrl: string | undefined, ti
   try {
     log(`inbound/${db}: starting server (--role all)`);
     // The Graph API is the fake one: nothing leaves the machine.
-    server = await startServer(`inbound-${db}`, 'all', dbEnv, { META_APP_SECRET: appSecret, META_GRAPH_BASE_URL: graph.baseUrl }, { compiled: true });
+    const serverEnv = { META_APP_SECRET: appSecret, META_GRAPH_BASE_URL: graph.baseUrl };
+    server = await startServer(`inbound-${db}`, 'all', dbEnv, serverEnv, { compiled: true });
     const base = server.baseUrl;
     const { tenantId } = await call<{ tenantId: string }>(base, 'POST', '/admin/v1/tenants', { body: { name: 'Bench Inbound Hotel' } });
     await call(base, 'POST', `/admin/v1/tenants/${tenantId}/channels`, {
@@ -166,8 +168,12 @@ export async function runInbound(db: DbKind, postgresUrl: string | undefined, ti
     }
     latencies.sort((a, b) => a - b);
     acks.sort((a, b) => a - b);
-    log(`inbound/${db}: outbound replies through the fake Graph API answering in ${GRAPH_DELAY_MS} ms`);
-    const outbound = await runOutbound(base, key, stored.conversationIds, graph, quick ? 5 : 10, { server: server.pid, receiver: receiver.child.pid, bench: process.pid }, db);
+    let outbound: OutboundResult | undefined;
+    if (db === 'postgres') {
+      log(`inbound/${db}: outbound replies, sent to the fake Graph API answering in ${GRAPH_DELAY_MS} ms`);
+      await stopChild(server.child);
+      outbound = await runOutbound(dbEnv, serverEnv, key, stored.conversationIds, graph, quick ? 5 : 10);
+    }
     const result: InboundResult = {
       db,
       rate,
@@ -190,7 +196,7 @@ export async function runInbound(db: DbKind, postgresUrl: string | undefined, ti
     log(
       `inbound/${db}: ${fmt(result.acknowledged)} acknowledged (ack p50 ${result.ackP50Ms} ms, p99 ${result.ackP99Ms} ms, non-200 ${non200}, errors ${errors}); ` +
         `${fmt(result.stored)} stored (${result.storedTwice} twice); ${fmt(result.delivered)} message.created received, callback→receipt p50 ${result.arrivalP50Ms} ms, p99 ${result.arrivalP99Ms} ms; ` +
-        `outbound ${fmt(outbound.sent)} of ${fmt(outbound.replies)} replies sent, ${fmt(outbound.sendsPerS)} sends/s`,
+        (outbound ? `outbound ${fmt(outbound.sent)} of ${fmt(outbound.replies)} replies sent, ${fmt(outbound.sendsPerS)} sends/s` : 'no outbound phase'),
     );
     return result;
   } finally {
@@ -202,21 +208,23 @@ export async function runInbound(db: DbKind, postgresUrl: string | undefined, ti
 }
 
 /**
- * Replies posted for `seconds` at 32 connections over the guests' conversations (their windows are open: the guests
- * just wrote), each sent by the workers to the fake Graph API, which answers after GRAPH_DELAY_MS; waits until every
- * accepted reply reached it (or two minutes).
+ * Outbound (PostgreSQL): replies to the guests' conversations (their windows are open: the guests just wrote) are
+ * queued by an API node alone (`--role api`, 32 connections, a fresh Idempotency-Key each, for `seconds`); then a
+ * worker node (`--role worker`) sends them to the fake Graph API, which answers each call after GRAPH_DELAY_MS:
+ * sends per second from the first call to the last, as the replies scenario drains its backlog.
  */
-async function runOutbound(base: string, key: string, conversationIds: readonly string[], graph: FakeGraph, seconds: number, pids: Record<string, number | undefined>, db: DbKind): Promise<OutboundResult> {
-  graph.setDelay(GRAPH_DELAY_MS);
+async function runOutbound(dbEnv: Record<string, string>, env: Record<string, string>, key: string, conversationIds: readonly string[], graph: FakeGraph, seconds: number): Promise<OutboundResult> {
   const calls = () => graph.sent(PHONE_NUMBER_ID, 'messages');
   const before = calls().length;
+  let node: Server | undefined;
   const agent = new Agent({ connections: 32, pipelining: 1, keepAliveTimeout: 30_000 });
-  const meter = new CpuMeter(pids, db === 'postgres');
-  let replies = 0;
-  let non202 = 0;
-  const started = Date.now();
-  const until = started + seconds * 1000;
   try {
+    node = await startServer('inbound-outbound-api', 'api', dbEnv, env, { compiled: true });
+    const base = node.baseUrl;
+    let replies = 0;
+    let non202 = 0;
+    const started = Date.now();
+    const until = started + seconds * 1000;
     await Promise.all(
       Array.from({ length: 32 }, async () => {
         while (Date.now() < until) {
@@ -233,19 +241,24 @@ async function runOutbound(base: string, key: string, conversationIds: readonly 
         }
       }),
     );
+    const acceptedPerS = round((replies - non202) / ((Date.now() - started) / 1000));
+    await stopChild(node.child);
+    graph.setDelay(GRAPH_DELAY_MS);
+    node = await startServer('inbound-outbound-worker', 'worker', dbEnv, env, { compiled: true });
+    const meter = new CpuMeter({ worker: node.pid, bench: process.pid }, true);
+    const accepted = replies - non202;
+    const cap = Date.now() + 120_000;
+    while (calls().length - before < accepted && Date.now() < cap) await sleep(100);
+    const cpuPct = meter.stop();
+    const made = calls().slice(before);
+    const times = made.map((r) => r.at).sort((a, b) => a - b);
+    const spanS = times.length > 1 ? (times[times.length - 1] - times[0]) / 1000 : 0;
+    return { replies, acceptedPerS, non202, sent: made.length, sendsPerS: spanS > 0 ? round(made.length / spanS) : 0, cpuPct };
   } finally {
+    graph.setDelay(0);
     await agent.close();
+    await stopChild(node?.child);
   }
-  const postedS = (Date.now() - started) / 1000;
-  const accepted = replies - non202;
-  const cap = Date.now() + 120_000;
-  while (calls().length - before < accepted && Date.now() < cap) await sleep(100);
-  const cpuPct = meter.stop();
-  const made = calls().slice(before);
-  graph.setDelay(0);
-  const times = made.map((r) => r.at).sort((a, b) => a - b);
-  const spanS = times.length > 1 ? (times[times.length - 1] - times[0]) / 1000 : 0;
-  return { replies, acceptedPerS: round(accepted / postedS), non202, sent: made.length, sendsPerS: spanS > 0 ? round(made.length / spanS) : 0, cpuPct };
 }
 
 /**
@@ -300,9 +313,9 @@ export function printInbound(results: InboundResult[]): void {
       ['callback → receipt p50 / p99', ...col((r) => `${fmt(r.arrivalP50Ms)} / ${fmt(r.arrivalP99Ms)} ms`)],
       ['last callback → last receipt', ...col((r) => `${r.tailS} s`)],
       ['CPU % server / receiver / bench / pg / other', ...col((r) => `${fmt(r.cpuPct.server)} / ${fmt(r.cpuPct.receiver)} / ${fmt(r.cpuPct.bench)} / ${fmt(r.cpuPct.postgres ?? 0)} / ${fmt(r.cpuPct.other)}`)],
-      ['outbound: replies accepted/s (non-202)', ...col((r) => `${fmt(r.outbound.acceptedPerS)} (${r.outbound.non202})`)],
-      [`outbound: sends/s, Graph API answering in ${GRAPH_DELAY_MS} ms`, ...col((r) => `${fmt(r.outbound.sendsPerS)} (${fmt(r.outbound.sent)} of ${fmt(r.outbound.replies)})`)],
-      ['outbound CPU % server / receiver / bench / pg / other', ...col((r) => `${fmt(r.outbound.cpuPct.server)} / ${fmt(r.outbound.cpuPct.receiver)} / ${fmt(r.outbound.cpuPct.bench)} / ${fmt(r.outbound.cpuPct.postgres ?? 0)} / ${fmt(r.outbound.cpuPct.other)}`)],
+      ['outbound: replies queued/s by the API node (non-202)', ...col((r) => (r.outbound ? `${fmt(r.outbound.acceptedPerS)} (${r.outbound.non202})` : '—'))],
+      [`outbound: sends/s by the worker node, Graph API answering in ${GRAPH_DELAY_MS} ms`, ...col((r) => (r.outbound ? `${fmt(r.outbound.sendsPerS)} (${fmt(r.outbound.sent)} of ${fmt(r.outbound.replies)})` : '—'))],
+      ['outbound CPU % worker / bench / pg / other', ...col((r) => (r.outbound ? `${fmt(r.outbound.cpuPct.worker)} / ${fmt(r.outbound.cpuPct.bench)} / ${fmt(r.outbound.cpuPct.postgres ?? 0)} / ${fmt(r.outbound.cpuPct.other)}` : '—'))],
     ],
   );
 }
