@@ -54,6 +54,8 @@ export interface OutboundResult {
   sent: number;
   /** Graph API calls per second, first to last. */
   sendsPerS: number;
+  /** The most Graph API calls in flight at once. */
+  peakInFlight: number;
   cpuPct: Record<string, number>;
 }
 
@@ -253,7 +255,13 @@ async function runOutbound(dbEnv: Record<string, string>, env: Record<string, st
     const made = calls().slice(before);
     const times = made.map((r) => r.at).sort((a, b) => a - b);
     const spanS = times.length > 1 ? (times[times.length - 1] - times[0]) / 1000 : 0;
-    return { replies, acceptedPerS, non202, sent: made.length, sendsPerS: spanS > 0 ? round(made.length / spanS) : 0, cpuPct };
+    // Calls arriving within one answer's delay of each other were in flight together.
+    let peakInFlight = 0;
+    for (let first = 0, last = 0; last < times.length; last++) {
+      while (times[last] - times[first] >= GRAPH_DELAY_MS) first++;
+      peakInFlight = Math.max(peakInFlight, last - first + 1);
+    }
+    return { replies, acceptedPerS, non202, sent: made.length, sendsPerS: spanS > 0 ? round(made.length / spanS) : 0, peakInFlight, cpuPct };
   } finally {
     graph.setDelay(0);
     await agent.close();
@@ -314,7 +322,7 @@ export function printInbound(results: InboundResult[]): void {
       ['last callback → last receipt', ...col((r) => `${r.tailS} s`)],
       ['CPU % server / receiver / bench / pg / other', ...col((r) => `${fmt(r.cpuPct.server)} / ${fmt(r.cpuPct.receiver)} / ${fmt(r.cpuPct.bench)} / ${fmt(r.cpuPct.postgres ?? 0)} / ${fmt(r.cpuPct.other)}`)],
       ['outbound: replies queued/s by the API node (non-202)', ...col((r) => (r.outbound ? `${fmt(r.outbound.acceptedPerS)} (${r.outbound.non202})` : '—'))],
-      [`outbound: sends/s by the worker node, Graph API answering in ${GRAPH_DELAY_MS} ms`, ...col((r) => (r.outbound ? `${fmt(r.outbound.sendsPerS)} (${fmt(r.outbound.sent)} of ${fmt(r.outbound.replies)})` : '—'))],
+      [`outbound: sends/s by the worker node, Graph API answering in ${GRAPH_DELAY_MS} ms`, ...col((r) => (r.outbound ? `${fmt(r.outbound.sendsPerS)} (${fmt(r.outbound.sent)} of ${fmt(r.outbound.replies)}; at most ${r.outbound.peakInFlight} in flight)` : '—'))],
       ['outbound CPU % worker / bench / pg / other', ...col((r) => (r.outbound ? `${fmt(r.outbound.cpuPct.worker)} / ${fmt(r.outbound.cpuPct.bench)} / ${fmt(r.outbound.cpuPct.postgres ?? 0)} / ${fmt(r.outbound.cpuPct.other)}` : '—'))],
     ],
   );
