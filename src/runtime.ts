@@ -12,7 +12,8 @@ import type { JobWorker } from './jobs/worker.js';
 import { loadKeyring } from './secrets.js';
 import { createServices, type Services } from './services.js';
 import { WebhookDispatcher } from './webhooks/deliver.js';
-import { registerSendPipeline } from './messaging/pipeline.js';
+import { SEND_SLOTS, registerSendPipeline } from './messaging/pipeline.js';
+import { SEND_TASK } from './messaging/outbound.js';
 import { registerReceipts } from './messaging/receipts.js';
 import { registerAutomation } from './crm/automation.js';
 import { registerPreCheckin } from './reservations/schedule.js';
@@ -111,7 +112,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const limiter = config.redis ? await sharedRateLimit(config.redis, config, log) : new RateLimiter(config.rateLimitRps, config.rateLimitBurst);
   const app = await buildApp(services, log, { limiter, metrics });
   await services.apiKeys.start();
-  const runner = new JobRunner(db, clock, log.child({ component: 'jobs' }), { pollIntervalMs: config.jobPollIntervalMs });
+  const runner = new JobRunner(db, clock, log.child({ component: 'jobs' }), { pollIntervalMs: config.jobPollIntervalMs, lanes: { [SEND_TASK]: SEND_SLOTS } });
   if (config.deprecatedVariables.length > 0) {
     log.warn({ variables: config.deprecatedVariables }, 'deprecated variables: WHATSAPP_* are read as fallbacks of META_*; CHANNEL_PROVIDER is ignored (each channel has its provider)');
   }

@@ -1,6 +1,5 @@
-import type { Queryable, Tx } from '../db/driver.js';
+import type { Queryable } from '../db/driver.js';
 import { newId } from '../ids.js';
-import { JOBS_CHANNEL } from '../jobs/queue.js';
 import type { TaskName } from '../jobs/tasks.js';
 
 export const CALLBACK_TASK = 'channels.process-callback' satisfies TaskName;
@@ -18,31 +17,35 @@ export interface CallbackRow {
 
 export const callbackRepo = {
   /**
-   * Stores verified callbacks and queues the processing job of each, in one statement in the caller's transaction:
-   * each is stored exactly when it is queued. The callbacks' ids, in order.
+   * Stores verified callbacks and queues the processing job of each, in one statement committed on its own (one
+   * round trip): each is stored exactly when it is queued, and the workers are notified (`jobsChannel`, the
+   * database's name of JOBS_CHANNEL) when it commits. The callbacks' ids, in order.
    */
-  async store(tx: Tx, callbacks: ReadonlyArray<{ provider: string; object: string; body: string }>, now: Date): Promise<string[]> {
+  async store(db: Queryable, callbacks: ReadonlyArray<{ provider: string; object: string; body: string }>, now: Date, jobsChannel: string): Promise<string[]> {
     const ids = callbacks.map(() => newId('cb'));
-    await tx.query(
+    await db.query(
       `WITH stored AS (
          INSERT INTO provider_callbacks (id, provider, object, body, received_at)
          SELECT c.id, c.provider, c.object, c.body, $5 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS c(id, provider, object, body)
          RETURNING id
+       ), queued AS (
+         INSERT INTO jobs (task, payload, run_at, max_attempts, created_at, updated_at)
+         SELECT $6, jsonb_build_object('callbackId', stored.id), $5, $7, $5, $5 FROM stored
+         RETURNING id
        )
-       INSERT INTO jobs (task, payload, run_at, max_attempts, created_at, updated_at)
-       SELECT $6, jsonb_build_object('callbackId', stored.id), $5, $7, $5, $5 FROM stored`,
-      [ids, callbacks.map((c) => c.provider), callbacks.map((c) => c.object), callbacks.map((c) => c.body), now, CALLBACK_TASK, CALLBACK_MAX_ATTEMPTS],
+       SELECT pg_notify($8, '') FROM (SELECT count(*) FROM queued) AS q`,
+      [ids, callbacks.map((c) => c.provider), callbacks.map((c) => c.object), callbacks.map((c) => c.body), now, CALLBACK_TASK, CALLBACK_MAX_ATTEMPTS, jobsChannel],
     );
-    tx.notify(JOBS_CHANNEL);
     return ids;
   },
 
-  async get(db: Queryable, id: string): Promise<CallbackRow | undefined> {
-    return (await db.query<CallbackRow>('SELECT * FROM provider_callbacks WHERE id = $1', [id]))[0];
+  getMany(db: Queryable, ids: readonly string[]): Promise<CallbackRow[]> {
+    return db.query<CallbackRow>('SELECT * FROM provider_callbacks WHERE id = ANY($1::text[])', [ids]);
   },
 
-  async markProcessed(db: Queryable, id: string, now: Date): Promise<void> {
-    await db.query('UPDATE provider_callbacks SET processed_at = $2 WHERE id = $1', [id, now]);
+  async markProcessed(db: Queryable, ids: readonly string[], now: Date): Promise<void> {
+    if (ids.length === 0) return;
+    await db.query('UPDATE provider_callbacks SET processed_at = $2 WHERE id = ANY($1::text[])', [ids, now]);
   },
 
   /** Deletes processed callbacks received before `cutoff` (retention); how many. Unprocessed ones are kept. */

@@ -5,6 +5,7 @@ import type { Db } from '../db/driver.js';
 import { DomainError } from '../errors.js';
 import { isDatabaseUnavailable } from '../db/unavailable.js';
 import { GroupCommit } from '../util/group-commit.js';
+import { JOBS_CHANNEL } from '../jobs/queue.js';
 import { callbackRepo } from './callback-repo.js';
 import { isMessagingEnvelope, isWhatsAppEnvelope } from './providers/meta/payload-schemas.js';
 import { verifyMetaSignature } from './providers/meta/signature.js';
@@ -31,10 +32,16 @@ function envelopeObject(payload: unknown): string | undefined {
  * (src/channels/callbacks.ts). `/providers/whatsapp/webhook` is the earlier path, kept as an alias.
  */
 export function metaCallbackRoutes(config: Config, db: Db, clock: Clock) {
-  // Callbacks arriving together are stored by one statement in one transaction (a burst of Meta's retries or a busy
-  // number's traffic costs one commit per group, not one per callback); each is answered once its group committed.
+  // Callbacks arriving together are stored by one statement committed on its own (a burst of Meta's retries or a busy
+  // number's traffic costs one round trip and one commit per group, not per callback); each is answered once its
+  // group committed.
+  const jobsChannel = db.notifyName(JOBS_CHANNEL);
   const stores = new GroupCommit<{ provider: string; object: string; body: string }, string>(
-    (callbacks) => db.transaction((tx) => callbackRepo.store(tx, callbacks, clock.now())),
+    async (callbacks) => {
+      const ids = await callbackRepo.store(db, callbacks, clock.now(), jobsChannel);
+      db.wake(JOBS_CHANNEL);
+      return ids;
+    },
     { ...STORE_GROUP, retryAlone: (error) => !isDatabaseUnavailable(error) },
   );
   return async (app: FastifyInstance): Promise<void> => {

@@ -33,14 +33,23 @@ export function preview(text: string): string {
   return cutText(text, PREVIEW_LENGTH, '…');
 }
 
-/** Finds the contact by E.164 phone (or by handle when there is no phone), creating it if needed. */
-export async function ensureContact(tx: Tx, tenantId: string, input: ContactInput, now: Date): Promise<ContactRow> {
+/**
+ * How a contact is found: by its E.164 phone, or by handle when there is no phone. A DomainError when the input
+ * has neither a usable phone nor a handle.
+ */
+export function contactAddress(input: ContactInput): { phone?: string; handle?: string } {
   let phone: string | undefined;
   if (input.phone !== undefined) {
     phone = normalizePhone(input.phone) ?? (input.phoneFromProvider && E164_SHAPE.test(input.phone) ? input.phone : undefined);
     if (!phone) throw invalid('body.contact.phone', 'must be a valid international phone number such as +525512345678');
   }
   if (!phone && !input.handle) throw invalid('body.contact', 'needs a phone or a handle');
+  return phone ? { phone } : { handle: input.handle };
+}
+
+/** Finds the contact by E.164 phone (or by handle when there is no phone), creating it if needed. */
+export async function ensureContact(tx: Tx, tenantId: string, input: ContactInput, now: Date): Promise<ContactRow> {
+  const { phone } = contactAddress(input);
   const find = () => (phone ? conversationRepo.findContactByPhone(tx, tenantId, phone) : conversationRepo.findContactByHandle(tx, tenantId, input.handle!));
   let contact = await find();
   if (!contact) {
@@ -122,7 +131,8 @@ export async function writeExternalOutbound(tx: Tx, channel: ChannelRow, input: 
   return { conversationId: conversation.id, messageId, contactId: contact.id };
 }
 
-function messageType(type: string | undefined): (typeof MESSAGE_TYPES)[number] {
+/** The message.created `type` of a stored message type. */
+export function messageType(type: string | undefined): (typeof MESSAGE_TYPES)[number] {
   return MESSAGE_TYPES.find((known) => known === type) ?? 'unsupported';
 }
 

@@ -80,6 +80,16 @@ export const jobRepo = {
     return rows.length > 0;
   },
 
+  /** Marks these jobs succeeded; how many this worker still held the lease of. */
+  async completeAll(db: Queryable, workerId: string, ids: readonly number[], now: Date): Promise<number> {
+    const rows = await db.query(
+      `UPDATE jobs SET state = 'succeeded', finished_at = $3, updated_at = $3, locked_by = NULL, locked_until = NULL
+       WHERE id = ANY($1::bigint[]) AND locked_by = $2 AND state = 'running' RETURNING id`,
+      [ids, workerId, now],
+    );
+    return rows.length;
+  },
+
   async finish(db: Queryable, workerId: string, id: number, state: 'succeeded' | 'failed', error: string | null, now: Date): Promise<void> {
     await db.query(
       `UPDATE jobs SET state = $3, finished_at = $4, updated_at = $4, last_error = COALESCE($5, last_error), locked_by = NULL, locked_until = NULL
@@ -88,8 +98,8 @@ export const jobRepo = {
     );
   },
 
-  async extendLease(db: Queryable, workerId: string, id: number, until: Date): Promise<void> {
-    await db.query(`UPDATE jobs SET locked_until = $3 WHERE id = $1 AND locked_by = $2 AND state = 'running'`, [id, workerId, until]);
+  async extendLeases(db: Queryable, workerId: string, ids: readonly number[], until: Date): Promise<void> {
+    await db.query(`UPDATE jobs SET locked_until = $3 WHERE id = ANY($1::bigint[]) AND locked_by = $2 AND state = 'running'`, [ids, workerId, until]);
   },
 
   /** Deletes jobs finished before `cutoff` (but never `keep`, the job doing the purge); returns how many. */

@@ -19,6 +19,12 @@ import { closeWindow } from './window.js';
 const SEND_GROUP = { maxGroup: 32, maxInFlight: 2, minBeside: 1 };
 
 /**
+ * Send jobs run at once, in a lane of their own (src/jobs/runner.ts): each mostly waits on the provider's answer, so
+ * a busy number needs many calls in flight, and its sends must not hold the slots every other job shares.
+ */
+export const SEND_SLOTS = 128;
+
+/**
  * The send job. The provider call is bracketed: `dispatching_at` is committed before the call, and the
  * provider message id together with status `sent` and the job's completion are committed right after
  * it. A job that finds a provider message id already recorded never calls the provider again; one that

@@ -22,6 +22,8 @@ export interface RecordedRequest {
   form?: Record<string, string | { filename: string; type: string; size: number }>;
   /** What the fake answered. */
   status: number;
+  /** When it arrived (epoch ms). */
+  at: number;
 }
 
 export interface Injected {
@@ -203,7 +205,7 @@ export async function startFakeGraph(options: FakeGraphOptions = {}) {
   async function handle(req: http.IncomingMessage, raw: Buffer): Promise<Answer> {
     const url = new URL(req.url ?? '/', baseUrl);
     const query = Object.fromEntries(url.searchParams);
-    const record: RecordedRequest = { method: req.method ?? 'GET', path: url.pathname, query, headers: req.headers, status: 0 };
+    const record: RecordedRequest = { method: req.method ?? 'GET', path: url.pathname, query, headers: req.headers, status: 0, at: Date.now() };
     requests.push(record);
     const answer = await route(req, url, raw, record);
     record.status = answer.status;
