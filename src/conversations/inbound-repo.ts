@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/driver.js';
 import type { ContactRow } from './repo.js';
 
-/** One inbound message as inbound_messages stores it (the type inbound_message, migration 0036). */
+/** One inbound message as inbound_messages stores it (the type inbound_message, migration 0039). */
 export interface InboundMessageRow {
   n: number;
   message_id: string;
