@@ -20,7 +20,6 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { M2MClient } from '../packages/client/src/index.js';
 import { createAutoReplier, knowledgeReply } from '../packages/client/examples/auto-reply.js';
@@ -314,17 +313,7 @@ function arg(name: string, fallback: string): string {
   return i >= 0 ? process.argv[i + 1] : fallback;
 }
 
-function isMain(): boolean {
-  const entry = process.argv[1];
-  if (!entry) return false;
-  try {
-    return import.meta.url === pathToFileURL(realpathSync(entry)).href;
-  } catch {
-    return false;
-  }
-}
-
-if (isMain()) {
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const db = arg('db', 'postgres') === 'pglite' ? 'pglite' : 'postgres';
   const result = await runWebchat(db, process.env.DATABASE_URL ?? DEFAULT_POSTGRES_URL, {
     visitors: Number(arg('visitors', '1000')),
