@@ -90,15 +90,17 @@ BEGIN
   SELECT (c.m).message_id, (c.m).tenant_id, (c.m).conversation_id, 'outbound', (c.m).text, (c.m).request_id, (c.m).at,
          COALESCE((c.m).message_type, 'text'), (c.m).media, (c.m).reply_to_message_id, (c.m).reaction
   FROM unnest(claims) c WHERE c.n = ANY (written) ORDER BY c.n;
-  UPDATE conversations cv SET last_message_at = l.at, last_message_preview = l.preview, updated_at = l.at
-  FROM (SELECT DISTINCT ON ((c.m).conversation_id) (c.m).conversation_id, (c.m).tenant_id, (c.m).at, (c.m).preview
-        FROM unnest(claims) c WHERE c.n = ANY (written) ORDER BY (c.m).conversation_id, c.n DESC) l
-  WHERE cv.id = l.conversation_id AND cv.tenant_id = l.tenant_id;
   INSERT INTO message_requests (id, tenant_id, conversation_id, reply_id, channel_id, channel_kind, recipient_phone, template_name, locale, text,
                                 status, provider, created_at, updated_at)
   SELECT (c.m).request_id, (c.m).tenant_id, (c.m).conversation_id, (c.m).message_id, (c.m).channel_id, (c.m).channel_kind, (c.m).recipient_phone,
          (c.m).template_name, (c.m).locale, (c.m).text, 'queued', (c.m).provider, (c.m).at, (c.m).at
   FROM unnest(claims) c WHERE c.n = ANY (written) ORDER BY c.n;
+  -- The conversations last: the key checks of the rows above find each conversation's row as this transaction
+  -- locked it, while a version written by this UPDATE would have to be locked again, row by row.
+  UPDATE conversations cv SET last_message_at = l.at, last_message_preview = l.preview, updated_at = l.at
+  FROM (SELECT DISTINCT ON ((c.m).conversation_id) (c.m).conversation_id, (c.m).tenant_id, (c.m).at, (c.m).preview
+        FROM unnest(claims) c WHERE c.n = ANY (written) ORDER BY (c.m).conversation_id, c.n DESC) l
+  WHERE cv.id = l.conversation_id AND cv.tenant_id = l.tenant_id;
   INSERT INTO jobs (task, tenant_id, payload, run_at, max_attempts, created_at, updated_at)
   SELECT (c.m).job_task, (c.m).tenant_id, (c.m).job_payload, (c.m).at, (c.m).job_max_attempts, (c.m).at, (c.m).at
   FROM unnest(claims) c WHERE c.n = ANY (written) ORDER BY c.n;
