@@ -3,7 +3,7 @@ import { newId } from '../ids.js';
 import type { ChannelRow } from '../channels/repo.js';
 import { WEBHOOKS_CHANNEL, eventRecord } from '../webhooks/events.js';
 import { ACTIVITY_CHANNEL } from './actor.js';
-import { contactAddress, messageType, preview, type InboundInput } from './inbox.js';
+import { contactAddress, messageType, preview, type InboundInput } from './inbound-input.js';
 import { inboundRepo, type InboundMessageRow } from './inbound-repo.js';
 import { searchText, type ContactRow } from './repo.js';
 
@@ -23,12 +23,13 @@ export interface InboundWritten {
 }
 
 /**
- * writeInbound (src/conversations/inbox.ts) for a group of messages, in the caller's transaction, with a few
- * statements for the whole group instead of a handful per message: contacts found, created or renamed, conversations
- * found or created and locked (in id order), the messages and their activity and message.created events written
- * (inbound_messages). The outcome is the one writing the items one by one in their order would give: per item, what
- * was written, or undefined for a provider message id already stored (a redelivery). Every item's contact must
- * have a usable address (contactAddress): the caller checks it first.
+ * The one home of what an inbound message does, whoever delivers it (writeInbound, src/conversations/inbox.ts, is a
+ * group of one), for a group of messages in the caller's transaction, with a few statements for the whole group:
+ * contacts found, created or renamed, conversations found or created and locked (in id order), the messages stored,
+ * unread and needs-reply raised, activity and message.created written (inbound_messages). The outcome is the one
+ * writing the items one by one in their order would give: per item, what was written, or undefined for a provider
+ * message id already stored (a redelivery: nothing written, nothing emitted). An item whose contact has no usable
+ * address throws (contactAddress): a caller that must skip such items checks them first.
  */
 export async function writeInboundBatch(tx: Tx, items: readonly InboundBatchItem[], now: Date): Promise<Array<InboundWritten | undefined>> {
   if (items.length === 0) return [];

@@ -2,50 +2,17 @@ import type { Clock } from '../clock.js';
 import type { Db, Tx } from '../db/driver.js';
 import { conflict, invalid, notFound } from '../errors.js';
 import { newId } from '../ids.js';
-import { cutText } from '../util/text.js';
 import { channelRepo, type ChannelRow } from '../channels/repo.js';
 import { emit } from '../webhooks/events.js';
 import type { Actor } from '../context.js';
-import { normalizePhone } from './phone.js';
-import { conversationRepo, type ContactRow, type ConversationRow, type MessageContent } from './repo.js';
-import { MESSAGE_TYPES } from '../events/types.js';
+import { conversationRepo, type ContactRow, type ConversationRow } from './repo.js';
+import { contactAddress, messageType, preview, type ContactInput, type InboundInput } from './inbound-input.js';
+import { writeInboundBatch } from './inbound-batch.js';
 import { caseRepo } from './case-repo.js';
 import { recordActivity, requireActiveOperator, requireConversation } from './service.js';
 import { contactView, conversationView, handoffView } from './views.js';
 
-export interface ContactInput {
-  name?: string;
-  phone?: string;
-  handle?: string;
-  /**
-   * The phone is the provider's own id of the guest (WhatsApp `wa_id`): kept as given when it has the E.164 shape,
-   * even where our phone-number rules do not know the numbering plan (WhatsApp knows the number exists).
-   */
-  phoneFromProvider?: boolean;
-}
-
-const E164_SHAPE = /^\+[1-9][0-9]{6,14}$/;
-
-const PREVIEW_LENGTH = 140;
-
-/** The inbox's preview of a message: at most PREVIEW_LENGTH code points, never cut inside a character (src/util/text.ts). */
-export function preview(text: string): string {
-  return cutText(text, PREVIEW_LENGTH, '…');
-}
-
-/**
- * How a contact is found: by its E.164 phone, or by handle when there is no phone. A DomainError when the input
- * has neither a usable phone nor a handle.
- */
-export function contactAddress(input: ContactInput): { phone?: string; handle?: string } {
-  let phone: string | undefined;
-  if (input.phone !== undefined) {
-    phone = normalizePhone(input.phone) ?? (input.phoneFromProvider && E164_SHAPE.test(input.phone) ? input.phone : undefined);
-    if (!phone) throw invalid('body.contact.phone', 'must be a valid international phone number such as +525512345678');
-  }
-  if (!phone && !input.handle) throw invalid('body.contact', 'needs a phone or a handle');
-  return phone ? { phone } : { handle: input.handle };
-}
+export { contactAddress, messageType, preview, type ContactInput, type InboundInput };
 
 /** Finds the contact by E.164 phone (or by handle when there is no phone), creating it if needed. */
 export async function ensureContact(tx: Tx, tenantId: string, input: ContactInput, now: Date): Promise<ContactRow> {
@@ -81,34 +48,14 @@ export async function ensureConversation(tx: Tx, tenantId: string, channel: Chan
   return inserted ?? (await conversationRepo.findConversation(tx, tenantId, channel.id, contact.id))!;
 }
 
-/** One inbound message as a channel delivers it (admin simulation or a provider callback). */
-export interface InboundInput extends Omit<MessageContent, 'channelId'> {
-  contact: ContactInput;
-  /** Body or caption; '' when there is none. */
-  text: string;
-  /** When the guest sent it (the provider's timestamp): the message time and the start of the customer-service window. */
-  at: Date;
-}
-
 /**
- * The one home of what an inbound message does, whoever delivers it: contact and conversation found or created,
- * the message stored, unread and needs-reply raised (recordInbound), activity recorded and message.created emitted,
- * in the caller's transaction. Undefined when the channel already has this provider message id (a redelivery:
- * nothing written, nothing emitted).
+ * One inbound message, whoever delivers it (the admin simulation, the webchat widget), in the caller's transaction:
+ * a group of one for writeInboundBatch (src/conversations/inbound-batch.ts), the one home of what an inbound
+ * message does. Undefined when the channel already has this provider message id (a redelivery: nothing written).
  */
 export async function writeInbound(tx: Tx, channel: ChannelRow, input: InboundInput, now: Date): Promise<{ conversationId: string; messageId: string; contactId: string } | undefined> {
-  const tenantId = channel.tenant_id;
-  const contact = await ensureContact(tx, tenantId, input.contact, now);
-  const conversation = await ensureConversation(tx, tenantId, channel, contact, input.at);
-  await conversationRepo.get(tx, tenantId, conversation.id, true);
-  const messageId = newId('msg');
-  const { contact: _, text, at, ...content } = input;
-  const inserted = await conversationRepo.insertMessage(tx, { ...content, id: messageId, tenantId, conversationId: conversation.id, direction: 'inbound', text, now: at, channelId: channel.id });
-  if (!inserted) return undefined;
-  await conversationRepo.recordInbound(tx, tenantId, conversation.id, { messageId, preview: preview(text || `[${input.type ?? 'text'}]`), at, now });
-  await recordActivity(tx, { tenantId, conversationId: conversation.id, kind: 'message.inbound', actor: { type: 'contact', id: contact.id }, data: { messageId }, now });
-  await emit(tx, now, tenantId, 'message.created', { messageId, conversationId: conversation.id, direction: 'inbound', channel: channel.kind, type: messageType(input.type) });
-  return { conversationId: conversation.id, messageId, contactId: contact.id };
+  const [written] = await writeInboundBatch(tx, [{ channel, input }], now);
+  return written && { conversationId: written.conversationId, messageId: written.messageId, contactId: written.contactId };
 }
 
 /**
@@ -129,11 +76,6 @@ export async function writeExternalOutbound(tx: Tx, channel: ChannelRow, input: 
   await conversationRepo.recordExternalOutbound(tx, tenantId, conversation.id, { preview: preview(text || `[${input.type ?? 'text'}]`), at, now });
   await emit(tx, now, tenantId, 'message.created', { messageId, conversationId: conversation.id, direction: 'outbound', channel: channel.kind, type: messageType(input.type) });
   return { conversationId: conversation.id, messageId, contactId: contact.id };
-}
-
-/** The message.created `type` of a stored message type. */
-export function messageType(type: string | undefined): (typeof MESSAGE_TYPES)[number] {
-  return MESSAGE_TYPES.find((known) => known === type) ?? 'unsupported';
 }
 
 /** The admin side of the inbox: what arrives from channels and what the dashboard's operators do. */

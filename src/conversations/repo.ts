@@ -220,26 +220,6 @@ export const conversationRepo = {
     return rows[0]?.id;
   },
 
-  /**
-   * An inbound message received at `at` (now, or an imported `receivedAt`). The newest message of the
-   * conversation raises the obligation and moves the last activity; an older imported one only moves the
-   * customer-service window forward when it is the latest inbound.
-   */
-  async recordInbound(db: Queryable, tenantId: string, conversationId: string, fields: { messageId: string; preview: string; at: Date; now: Date }): Promise<void> {
-    await db.query(
-      `UPDATE conversations SET last_inbound_at = GREATEST(last_inbound_at, $4), updated_at = $5,
-         unread_count = unread_count + CASE WHEN $4 >= last_message_at THEN 1 ELSE 0 END,
-         needs_reply = needs_reply OR $4 >= last_message_at,
-         needs_reply_reason = CASE WHEN $4 >= last_message_at THEN 'inbound_message' ELSE needs_reply_reason END,
-         needs_reply_detail = CASE WHEN $4 >= last_message_at THEN $3 ELSE needs_reply_detail END,
-         needs_reply_event_id = CASE WHEN $4 >= last_message_at THEN $2 ELSE needs_reply_event_id END,
-         last_message_preview = CASE WHEN $4 >= last_message_at THEN $3 ELSE last_message_preview END,
-         last_message_at = GREATEST(last_message_at, $4)
-       WHERE id = $1 AND tenant_id = $6`,
-      [conversationId, fields.messageId, fields.preview, fields.at, fields.now, tenantId],
-    );
-  },
-
   /** An outbound message sent at `at` from outside this service (a Messenger/Instagram echo): the last activity only. */
   async recordExternalOutbound(db: Queryable, tenantId: string, conversationId: string, fields: { preview: string; at: Date; now: Date }): Promise<void> {
     await db.query(

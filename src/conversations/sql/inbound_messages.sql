@@ -1,9 +1,10 @@
--- Inbound messages written as a group (src/conversations/inbound-batch.ts): what writeInbound (src/conversations/inbox.ts)
--- does for one message, for many at once, one statement per table. p_items is a JSON array of inbound_message rows in
+-- Inbound messages written as a group (src/conversations/inbound-batch.ts, also for one message), one statement per
+-- table. p_items is a JSON array of inbound_message rows in
 -- arrival order (`n` their 1-based position); their conversations are locked by the caller. A provider message id
 -- its channel already has, or that an earlier item of the group has, writes nothing (a redelivery). For each
--- conversation, the messages apply in order as recordInbound applies them one by one: a message at or after the
--- conversation's last activity (and every earlier item's) raises unread and needs-reply and becomes the preview.
+-- conversation, the messages apply in order: a message at or after the conversation's last activity (and every
+-- earlier item's) raises unread and needs-reply and becomes the preview; an older (imported) one only moves the
+-- customer-service window forward when it is the latest inbound.
 -- Returns the items written and how many webhook deliveries each one's message.created fanned out to.
 CREATE OR REPLACE FUNCTION inbound_messages(p_items jsonb, p_now timestamptz)
 RETURNS TABLE (n integer, deliveries integer)
@@ -30,7 +31,7 @@ BEGIN
   SELECT COALESCE(array_agg(i.n ORDER BY i.n), '{}') INTO written FROM unnest(items) i JOIN inserted ON inserted.id = i.message_id;
   IF cardinality(written) = 0 THEN RETURN; END IF;
 
-  -- recordInbound for every written message, in order, aggregated per conversation.
+  -- The conversations' obligations and last activity for every written message, in order, aggregated per conversation.
   UPDATE conversations cv SET
     last_inbound_at = GREATEST(cv.last_inbound_at, a.latest), updated_at = p_now,
     unread_count = cv.unread_count + a.counted,
