@@ -4,7 +4,7 @@ import { DomainError } from '../errors.js';
 import { writeExternalOutbound, type InboundInput } from '../conversations/inbox.js';
 import { conversationRepo } from '../conversations/repo.js';
 import { messageRequestRepo } from '../messaging/repo.js';
-import { moveStatus } from '../messaging/status.js';
+import { moveStatuses } from '../messaging/status.js';
 import { closeWindow } from '../messaging/window.js';
 import { queueMediaDownload } from './media-download.js';
 import { channelRepo, type ChannelRow } from './repo.js';
@@ -27,9 +27,14 @@ export class CallbackNotReady extends Error {
 
 export type Outcome = 'applied' | 'duplicate' | 'skipped';
 
-/** A guest's message (not an echo): written in groups by src/conversations/inbound-batch.ts; every other event one at a time here. */
+/** A guest's message (not an echo): written in groups by src/conversations/inbound-batch.ts. */
 export function isGuestMessage(event: InboundEvent): event is InboundMessageEvent {
   return event.kind === 'message' && !event.echo;
+}
+
+/** A delivery status: applied in groups (applyStatuses); the other events one at a time (applyAlone). */
+export function isDeliveryStatus(event: InboundEvent): event is DeliveryStatusEvent {
+  return event.kind === 'status';
 }
 
 /**
@@ -57,7 +62,7 @@ async function apply(tx: Tx, event: InboundEvent, channel: ChannelRow, now: Date
       // Guests' messages are written in groups (callbacks.ts); only echoes come here.
       return event.echo ? applyEcho(tx, event, event.echo.recipient.handle, channel, now) : 'skipped';
     case 'status':
-      return applyStatus(tx, event, channel, now);
+      return (await applyStatuses(tx, [{ event, channel }], now))[0];
     case 'channel_error':
       await channelRepo.noteError(tx, channel.tenant_id, channel.id, event.error, false, now);
       return 'applied';
@@ -110,19 +115,42 @@ async function applyWatermark(tx: Tx, event: WatermarkEvent, channel: ChannelRow
   const reached = await messageRequestRepo.reachedByWatermark(tx, channel.tenant_id, conversation.id, event.status, watermark, event.providerMessageIds);
   const happened = event.timestamp ?? event.watermark ?? now;
   const at = happened.getTime() > now.getTime() ? now : happened;
-  let moved = 0;
-  for (const row of reached.reverse()) {
-    if ((await moveStatus(tx, now, row, event.status, null, at)) !== row) moved++;
-  }
+  const rows = reached.reverse();
+  const after = await moveStatuses(tx, now, rows.map((row) => ({ row, to: event.status, at })));
+  const moved = after.filter((row, index) => row !== rows[index]).length;
   return moved > 0 ? 'applied' : 'duplicate';
 }
 
-async function applyStatus(tx: Tx, event: DeliveryStatusEvent, channel: ChannelRow, now: Date): Promise<Outcome> {
-  const row = await messageRequestRepo.getByProviderId(tx, channel.provider, event.providerMessageId, true);
-  if (!row || row.channel_id !== channel.id) return 'skipped';
-  const moved = await moveStatus(tx, now, row, event.status, event.error ?? null, event.timestamp);
-  if (event.closesWindow) await closeWindow(tx, row.tenant_id, row.conversation_id, event.timestamp);
-  return moved === row ? 'duplicate' : 'applied';
+/**
+ * WhatsApp delivery statuses, a group at once: each names one of our sends by its provider id, which moves forward
+ * (only forward, message_status_moves) and emits message.delivery.updated; a failure that closes the customer-service
+ * window closes it. A status for no send of its channel is skipped. One outcome per status, in order.
+ */
+export async function applyStatuses(tx: Tx, statuses: ReadonlyArray<{ event: DeliveryStatusEvent; channel: ChannelRow }>, now: Date): Promise<Outcome[]> {
+  const key = (provider: string, providerMessageId: string) => `${provider} ${providerMessageId}`;
+  const stored = await messageRequestRepo.getManyByProviderIds(tx, statuses.map(({ event, channel }) => ({ provider: channel.provider, providerMessageId: event.providerMessageId })));
+  const byId = new Map(stored.map((row) => [key(row.provider, row.provider_message_id ?? ''), row]));
+  const named = statuses.map(({ event, channel }) => {
+    const row = byId.get(key(channel.provider, event.providerMessageId));
+    return row && row.channel_id === channel.id ? row : undefined;
+  });
+  const moves = statuses.flatMap(({ event }, index) => {
+    const row = named[index];
+    return row ? [{ row, to: event.status, error: event.error ?? null, at: event.timestamp }] : [];
+  });
+  const after = await moveStatuses(tx, now, moves);
+  const outcomes: Outcome[] = [];
+  let next = 0;
+  for (const [index, { event }] of statuses.entries()) {
+    const row = named[index];
+    if (!row) {
+      outcomes.push('skipped');
+      continue;
+    }
+    outcomes.push(after[next++] === row ? 'duplicate' : 'applied');
+    if (event.closesWindow) await closeWindow(tx, row.tenant_id, row.conversation_id, event.timestamp);
+  }
+  return outcomes;
 }
 
 /** The neutral message as the inbox stores it, before the provider ids it refers to are looked up. */

@@ -8,12 +8,12 @@ import { noWorkCounters, type WorkCounters } from '../metrics/counters.js';
 import { contactAddress } from '../conversations/inbox.js';
 import { writeInboundBatch, type InboundBatchItem } from '../conversations/inbound-batch.js';
 import { CALLBACK_TASK, callbackRepo } from './callback-repo.js';
-import { applyAlone, isGuestMessage, messageInput, type Outcome } from './callback-events.js';
+import { applyAlone, applyStatuses, isDeliveryStatus, isGuestMessage, messageInput, type Outcome } from './callback-events.js';
 import { queueMediaDownload } from './media-download.js';
 import { queueContactProfile } from './contact-profile.js';
 import { channelRepo, type ChannelRow } from './repo.js';
 import { parseMetaCallback } from './providers/meta/parse.js';
-import type { InboundEvent, InboundMessageEvent } from './providers/types.js';
+import type { DeliveryStatusEvent, InboundEvent, InboundMessageEvent } from './providers/types.js';
 
 /** Events applied per transaction: a big callback commits in steps and lets other work run between them. */
 const BATCH = 100;
@@ -51,7 +51,8 @@ type Tally = Record<Outcome, number>;
  * Processing of stored provider callbacks (job `channels.process-callback`, claimed with a lease like every job,
  * many at once): parse, find each event's channel by its provider address, and apply the events in steps of up to
  * BATCH events, each step one transaction that also marks the callbacks it finishes processed and completes their
- * jobs. Guests' messages are written a group at a time (writeInboundBatch); other events one at a time, in order.
+ * jobs. Guests' messages (writeInboundBatch) and delivery statuses (applyStatuses) are written a group at a time; other
+ * events one at a time, in order.
  * Events for an unknown channel are counted and logged, never stored. A step that fails is applied again callback by
  * callback, so one callback's error (or an echo that must wait) is never another's. A worker that dies mid-way leaves
  * the jobs to be claimed again after their lease: the steps already committed are applied again as no-ops (a
@@ -156,17 +157,25 @@ async function applyStep(deps: Deps, parts: readonly Part[], ctx: BatchContext):
   await deps.db.transaction(async (tx) => {
     const now = ctx.clock.now();
     const events = parts.flatMap((part) => part.events);
+    // Guests' messages and delivery statuses are written a group at a time (they touch different rows, so the two
+    // groups need no order between them); any other event waits for the groups before it and runs alone.
     let guests: Known[] = [];
-    for (const known of events) {
-      if (isGuestMessage(known.event)) {
-        guests.push(known);
-        continue;
-      }
+    let statuses: Array<{ event: DeliveryStatusEvent; channel: ChannelRow }> = [];
+    const flush = async () => {
       await applyGuestMessages(tx, guests, now, deps.log, tally);
+      if (statuses.length > 0) for (const outcome of await applyStatuses(tx, statuses, now)) tally[outcome]++;
       guests = [];
-      tally[await applyAlone(tx, known.event, known.channel, now, deps.log)]++;
+      statuses = [];
+    };
+    for (const known of events) {
+      if (isGuestMessage(known.event)) guests.push(known);
+      else if (isDeliveryStatus(known.event)) statuses.push({ event: known.event, channel: known.channel });
+      else {
+        await flush();
+        tally[await applyAlone(tx, known.event, known.channel, now, deps.log)]++;
+      }
     }
-    await applyGuestMessages(tx, guests, now, deps.log, tally);
+    await flush();
     await channelRepo.noteInbound(tx, [...new Set(events.filter((known) => isGuestMessage(known.event)).map((known) => known.channel.id))], now);
     const finished = parts.filter((part) => part.last).map((part) => part.claimed);
     await callbackRepo.markProcessed(tx, finished.flatMap((claimed) => (claimed.callbackId ? [claimed.callbackId] : [])), now);

@@ -27,6 +27,29 @@ export interface MessageRequestRow {
   updated_at: Date;
 }
 
+/** A status move as message_status_apply takes it (src/messaging/sql/message_status_apply.sql). */
+export interface PreparedStatusMove {
+  tenantId: string;
+  requestId: string;
+  status: RequestStatus;
+  errorCode: string | null;
+  errorMessage: string | null;
+  /** ISO time it happened (a read's readAt). */
+  at: string;
+  eventId: string;
+  eventBody: string;
+  eventReadScope: string;
+  eventWriteScope: string;
+}
+
+export interface StatusMoveOutcome {
+  moved: boolean;
+  /** The request's error after the move (null when it did not move). */
+  errorCode: string | null;
+  errorMessage: string | null;
+  deliveries: number;
+}
+
 /** A message request whose send job is about to call the provider. */
 export interface DispatchStart {
   tenantId: string;
@@ -96,6 +119,16 @@ export const messageRequestRepo = {
         providerMessageId,
       ])
     )[0];
+  },
+
+  /** The requests of these provider message ids (each with its provider), in one statement; absent ones are left out. */
+  async getManyByProviderIds(db: Queryable, refs: ReadonlyArray<{ provider: string; providerMessageId: string }>): Promise<MessageRequestRow[]> {
+    if (refs.length === 0) return [];
+    return db.query<MessageRequestRow>(
+      `SELECT r.* FROM unnest($1::text[], $2::text[]) AS k(provider, provider_message_id)
+       JOIN message_requests r ON r.provider = k.provider AND r.provider_message_id = k.provider_message_id`,
+      [refs.map((ref) => ref.provider), refs.map((ref) => ref.providerMessageId)],
+    );
   },
 
   /**
@@ -211,26 +244,15 @@ export const messageRequestRepo = {
     ]);
   },
 
-  /** Moves the request's status when message_status_moves allows it; undefined when it is no move. */
-  async setStatus(
-    db: Queryable,
-    tenantId: string,
-    id: string,
-    status: RequestStatus,
-    error: { code: string; message: string } | null,
-    now: Date,
-  ): Promise<MessageRequestRow | undefined> {
-    const rows = await db.query<MessageRequestRow>(
-      `UPDATE message_requests SET status = $2, error_code = COALESCE($3, error_code), error_message = COALESCE($4, error_message), updated_at = $5
-       WHERE id = $1 AND tenant_id = $6 AND message_status_moves(status, $2) RETURNING *`,
-      [id, status, error?.code ?? null, error?.message ?? null, now, tenantId],
+  /** Status moves, prepared by moveStatuses (src/messaging/status.ts), in one statement: per move, in order, its outcome. */
+  async applyStatusMoves(db: Queryable, moves: readonly PreparedStatusMove[], now: Date): Promise<StatusMoveOutcome[]> {
+    const rows = await db.query<{ ordinal: number; moved: boolean; new_error_code: string | null; new_error_message: string | null; deliveries: number }>(
+      'SELECT * FROM message_status_apply($1::jsonb, $2)',
+      [JSON.stringify(moves), now],
     );
-    return rows[0];
-  },
-
-  /** `readAt` of the outbound message: when the recipient read it. */
-  async markMessageRead(db: Queryable, tenantId: string, messageId: string, at: Date): Promise<void> {
-    await db.query('UPDATE messages SET read_at = COALESCE(read_at, $3) WHERE id = $2 AND tenant_id = $1', [tenantId, messageId, at]);
+    return rows
+      .sort((x, y) => x.ordinal - y.ordinal)
+      .map((row) => ({ moved: row.moved, errorCode: row.new_error_code, errorMessage: row.new_error_message, deliveries: row.deliveries }));
   },
 
   async reconcile(db: Queryable, tenantId: string, id: string, now: Date): Promise<MessageRequestRow | undefined> {

@@ -1,34 +1,67 @@
 import type { Tx } from '../db/driver.js';
 import { iso } from '../util/time.js';
-import { emit } from '../webhooks/events.js';
+import { WEBHOOKS_CHANNEL, eventRecord } from '../webhooks/events.js';
 import { messageRequestRepo, type MessageRequestRow, type RequestStatus } from './repo.js';
 
+/** A status change asked of a message request, as read before it (a callback, a watermark, a failure, the admin API). */
+export interface StatusMove {
+  row: MessageRequestRow;
+  to: Exclude<RequestStatus, 'queued'>;
+  error?: { code: string; message: string } | null;
+  /** When it happened at the provider (a read receipt's time); now when not known. */
+  at?: Date;
+}
+
 /**
- * Applies a status change, if it is a move (message_status_moves, src/messaging/sql/message_status_moves.sql,
- * decides: only forward, failed from any state but read), and emits message.delivery.updated in the same
- * transaction. Returns the row as it now is: unchanged when it was no move.
+ * Applies status changes that are moves (message_status_apply, src/messaging/sql/message_status_apply.sql: only
+ * forward, failed from any state but read, per message_status_moves), each emitting message.delivery.updated in the
+ * same transaction, all in one statement. Returns each request as it now is: the row given when it was no move.
  */
+export async function moveStatuses(tx: Tx, now: Date, moves: readonly StatusMove[]): Promise<MessageRequestRow[]> {
+  if (moves.length === 0) return [];
+  const prepared = moves.map(({ row, to, error, at }) => {
+    // The error the move records: the one given, or the one the request had.
+    const errorCode = error?.code ?? row.error_code;
+    const event = eventRecord(now, row.tenant_id, 'message.delivery.updated', {
+      requestEventId: row.id,
+      status: to,
+      replyId: row.reply_id,
+      conversationId: row.conversation_id,
+      ...(row.provider_message_id ? { providerMessageId: row.provider_message_id } : {}),
+      ...(to === 'failed' && errorCode ? { errorCode } : {}),
+    });
+    return {
+      tenantId: row.tenant_id,
+      requestId: row.id,
+      status: to,
+      errorCode: error?.code ?? null,
+      errorMessage: error?.message ?? null,
+      at: (at ?? now).toISOString(),
+      eventId: event.eventId,
+      eventBody: event.body,
+      eventReadScope: event.readScope,
+      eventWriteScope: event.writeScope,
+    };
+  });
+  const outcomes = await messageRequestRepo.applyStatusMoves(tx, prepared, now);
+  if (outcomes.some((outcome) => outcome.deliveries > 0)) tx.notify(WEBHOOKS_CHANNEL);
+  return moves.map(({ row, to }, index) => {
+    const outcome = outcomes[index];
+    return outcome.moved ? { ...row, status: to, error_code: outcome.errorCode, error_message: outcome.errorMessage, updated_at: now } : row;
+  });
+}
+
+/** One status change (moveStatuses); the row as it now is, unchanged when it was no move. */
 export async function moveStatus(
   tx: Tx,
   now: Date,
   row: MessageRequestRow,
   to: Exclude<RequestStatus, 'queued'>,
   error: { code: string; message: string } | null = null,
-  /** When it happened at the provider (a read receipt's time); now when not known. */
   at: Date = now,
 ): Promise<MessageRequestRow> {
-  const updated = await messageRequestRepo.setStatus(tx, row.tenant_id, row.id, to, error, now);
-  if (!updated) return row;
-  if (to === 'read') await messageRequestRepo.markMessageRead(tx, row.tenant_id, row.reply_id, at);
-  await emit(tx, now, row.tenant_id, 'message.delivery.updated', {
-    requestEventId: row.id,
-    status: to,
-    replyId: row.reply_id,
-    conversationId: row.conversation_id,
-    ...(updated.provider_message_id ? { providerMessageId: updated.provider_message_id } : {}),
-    ...(to === 'failed' && updated.error_code ? { errorCode: updated.error_code } : {}),
-  });
-  return updated;
+  const [moved] = await moveStatuses(tx, now, [{ row, to, error, at }]);
+  return moved;
 }
 
 /** The message request status record (decisions.md section 4). */

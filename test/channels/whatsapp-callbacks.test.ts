@@ -279,6 +279,49 @@ describe('Meta callbacks: statuses', () => {
     const updates = (await eventsOf(w, 'message.delivery.updated')).map((e) => e.status);
     assert.deepEqual(updates, ['sent', 'read']);
   });
+
+  test('the statuses of one callback apply together, in order: chains move forward, unknown ids are skipped, a 131047 failure closes the window', async () => {
+    const w = await world();
+    const now = Math.floor(Date.now() / 1000);
+    const guests = ['5215512340021', '5215512340022'];
+    for (const [i, from] of guests.entries()) await post(whatsappTextMessage({ phoneNumberId: w.phoneNumberId, from, id: `wamid.GROUP${i}`, timestamp: now, text: 'hello' }));
+    await allProcessed();
+    const sends: Array<{ conversationId: string; requestEventId: string; messageId: string; wamid: string }> = [];
+    for (const conversation of await conversationsOf(w)) {
+      const res = await app.api(w.key, 'POST', `/conversations/${conversation.conversationId}/messages`, { text: 'Welcome!' }, { 'idempotency-key': randomUUID() });
+      assert.equal(res.statusCode, 202, res.body);
+      const { requestEventId, messageId } = res.json() as { requestEventId: string; messageId: string };
+      const wamid = await eventually(
+        async () => (await app.runtime.services.db.query<{ provider_message_id: string | null }>('SELECT provider_message_id FROM message_requests WHERE id = $1', [requestEventId]))[0]?.provider_message_id ?? undefined,
+        20_000,
+        'sent',
+      );
+      sends.push({ conversationId: conversation.conversationId, requestEventId, messageId, wamid });
+    }
+    const [a, b] = sends;
+    const status = (id: string, s: 'sent' | 'delivered' | 'read' | 'failed', ts: number, errorCode?: number) =>
+      whatsappStatus({ phoneNumberId: w.phoneNumberId, id, status: s, recipient: guests[0], timestamp: ts, ...(errorCode ? { errorCode, errorTitle: 'Re-engagement message' } : {}) });
+    const parts = [status(a.wamid, 'delivered', now + 1), status(a.wamid, 'sent', now), status('wamid.NOT_OURS', 'read', now + 1), status(a.wamid, 'read', now + 2), status(b.wamid, 'failed', now, 131047), status(a.wamid, 'delivered', now + 3)];
+    const body = parts[0];
+    body.entry[0].changes[0].value.statuses = parts.flatMap((part) => part.entry[0].changes[0].value.statuses);
+    await post(body);
+    await allProcessed();
+
+    const outbound = async (send: (typeof sends)[number]) => (await messagesOf(w, send.conversationId)).find((m) => m.messageId === send.messageId);
+    const readOne = await outbound(a);
+    assert.equal(readOne?.status, 'read');
+    assert.equal(readOne?.readAt, new Date((now + 2) * 1000).toISOString());
+    assert.equal((await outbound(b))?.status, 'failed');
+    const updates = await eventsOf(w, 'message.delivery.updated');
+    const of = (send: (typeof sends)[number]) => updates.filter((e) => e.requestEventId === send.requestEventId).map((e) => e.status);
+    // The pipeline's own move to sent, then the callback's moves; the late `sent` and `delivered` are no moves.
+    assert.deepEqual(of(a).sort(), ['delivered', 'read', 'sent']);
+    assert.deepEqual(of(b).sort(), ['failed', 'sent']);
+    assert.equal(updates.find((e) => e.requestEventId === b.requestEventId && e.status === 'failed')?.errorCode, 'whatsapp_131047');
+    const refused = await app.api(w.key, 'POST', `/conversations/${b.conversationId}/messages`, { text: 'Still there?' }, { 'idempotency-key': randomUUID() });
+    assert.equal(refused.statusCode, 409, refused.body);
+    assert.equal((refused.json() as { error: { details?: { reason?: string } } }).error.details?.reason, 'outside_customer_service_window');
+  });
 });
 
 describe('Meta callbacks: media', () => {
