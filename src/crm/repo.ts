@@ -23,6 +23,8 @@ export interface OpportunityRow {
   revision: number;
   created_at: Date;
   updated_at: Date;
+  /** The opportunity as the API writes it (generated: src/crm/sql/opportunity_document.sql). */
+  document: string;
 }
 
 export interface FollowUpRow {

@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/driver.js';
 import { equalIfGiven, olderThan } from '../db/sql.js';
-import type { LeadRow, OpportunityRow } from './repo.js';
+import type { LeadRow } from './repo.js';
 
 /** A keyset position: newest first by (created_at, id). */
 export interface Position {
@@ -30,15 +30,18 @@ export const salesRepo = {
     return db.query<LeadRow>(`SELECT * FROM leads WHERE tenant_id = $1${where} ORDER BY created_at DESC, id DESC LIMIT $${params.length}`, params);
   },
 
-  async listOpportunities(db: Queryable, tenantId: string, filter: OpportunityFilter, page: { limit: number; after?: Position }): Promise<OpportunityRow[]> {
+  /** Stored documents of opportunities newest first (what the response splices in as they are). */
+  async opportunityDocuments(db: Queryable, tenantId: string, filter: OpportunityFilter, page: { limit: number; after?: Position }): Promise<string[]> {
     const params: unknown[] = [tenantId];
     let where = equalIfGiven(params, { lead_id: filter.leadId, conversation_id: filter.conversationId, stage: filter.stage, status: filter.status });
     if (page.after) where += ` AND ${olderThan(params, 'created_at', 'id', page.after)}`;
     params.push(page.limit);
-    return db.query<OpportunityRow>(`SELECT * FROM opportunities WHERE tenant_id = $1${where} ORDER BY created_at DESC, id DESC LIMIT $${params.length}`, params);
+    const rows = await db.query<{ document: string }>(`SELECT document FROM opportunities WHERE tenant_id = $1${where} ORDER BY created_at DESC, id DESC LIMIT $${params.length}`, params);
+    return rows.map((row) => row.document);
   },
 
-  async getOpportunity(db: Queryable, tenantId: string, id: string): Promise<OpportunityRow | undefined> {
-    return (await db.query<OpportunityRow>('SELECT * FROM opportunities WHERE tenant_id = $1 AND id = $2', [tenantId, id]))[0];
+  /** One opportunity's stored document. */
+  async opportunityDocument(db: Queryable, tenantId: string, id: string): Promise<string | undefined> {
+    return (await db.query<{ document: string }>('SELECT document FROM opportunities WHERE tenant_id = $1 AND id = $2', [tenantId, id]))[0]?.document;
   },
 };

@@ -1,10 +1,11 @@
 import type { Static } from 'typebox';
 import { transactionOf, type Ctx } from '../context.js';
-import type { CloseBody, CreateFollowUpBody, FollowUpParams, ListFollowUpsQuery, PatchFollowUpBody, PatchSettingsBody } from './schema.js';
+import type { CloseBody, CreateFollowUpBody, FollowUpParams, ListFollowUpsQuery, Opportunity, PatchFollowUpBody, PatchSettingsBody } from './schema.js';
 import type { Clock } from '../clock.js';
 import type { Db, Queryable, Tx } from '../db/driver.js';
 import { conflict, invalid, notFound } from '../errors.js';
 import type { Cursors } from '../platform/cursor.js';
+import { JsonText } from '../platform/json-text.js';
 import { newId } from '../ids.js';
 import { conversationRepo } from '../conversations/repo.js';
 import { normalizePhone } from '../conversations/phone.js';
@@ -13,7 +14,7 @@ import { iso } from '../util/time.js';
 import { emit } from '../webhooks/events.js';
 import { HH_MM } from './quiet-hours.js';
 import { crmRepo, type FollowUpFilter, type FollowUpRow, type OpportunityRow, type SettingsRow } from './repo.js';
-import { followUpView, opportunityView, settingsView } from './views.js';
+import { followUpView, settingsView } from './views.js';
 
 const EXPIRY_MS = 7 * 24 * 60 * 60 * 1000;
 const OPEN: FollowUpRow['status'][] = ['pending', 'scheduled'];
@@ -61,7 +62,7 @@ export class CrmService {
       const now = this.clock.now();
       const row = await crmRepo.insertOpportunity(tx, { id: newId('opp'), tenantId, leadId: lead.id, conversationId, stage: input.stage, status: input.status, now });
       await emit(tx, now, tenantId, 'crm.opportunity.created', { opportunityId: row.id, leadId: row.lead_id, ...conversationOf(row), revision: row.revision, stage: row.stage, status: row.status });
-      return opportunityView(row);
+      return opportunityOf(row);
     });
   }
 
@@ -71,7 +72,7 @@ export class CrmService {
       const row = await crmRepo.updateOpportunity(tx, tenantId, opportunityId, patch, this.clock.now());
       if (!row) throw notFound('opportunity');
       await emitOpportunityUpdated(tx, this.clock.now(), row, Object.keys(patch));
-      return opportunityView(row);
+      return opportunityOf(row);
     });
   }
 
@@ -195,6 +196,11 @@ export class CrmService {
 
 export async function emitOpportunityUpdated(tx: Tx, now: Date, row: OpportunityRow, changed: string[]) {
   await emit(tx, now, row.tenant_id, 'crm.opportunity.updated', { opportunityId: row.id, leadId: row.lead_id, ...conversationOf(row), revision: row.revision, stage: row.stage, status: row.status, changed });
+}
+
+/** An opportunity as the API writes it: its stored document, the one home of that form (src/crm/sql/opportunity_document.sql). */
+function opportunityOf(row: OpportunityRow): Static<typeof Opportunity> {
+  return new JsonText<Static<typeof Opportunity>>(row.document).value();
 }
 
 /** An opportunity event's conversationId, when the opportunity has one. */

@@ -1,5 +1,5 @@
 import { iso } from '../util/time.js';
-import type { FollowUpRow, OpportunityRow, SettingsRow } from './repo.js';
+import type { FollowUpRow, SettingsRow } from './repo.js';
 
 export const REASON_CODES = ['no_reply', 'quote_sent', 'booking_abandoned', 'post_stay', 'other'] as const;
 
@@ -43,19 +43,6 @@ export function settingsView(row: SettingsRow, tenant: { timezone: string; sales
     timezone: tenant.timezone,
     salesAvailable: tenant.sales_available,
     salesPublished: tenant.sales_published,
-  };
-}
-
-export function opportunityView(row: OpportunityRow) {
-  return {
-    opportunityId: row.id,
-    leadId: row.lead_id,
-    conversationId: row.conversation_id ?? undefined,
-    stage: row.stage,
-    status: row.status,
-    revision: row.revision,
-    createdAt: iso(row.created_at)!,
-    updatedAt: iso(row.updated_at)!,
   };
 }
 

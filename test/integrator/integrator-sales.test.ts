@@ -1,6 +1,11 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { LightMyRequestResponse } from 'fastify';
+import fastJson from 'fast-json-stringify';
+import type { OpportunityRow } from '../../src/crm/repo.js';
+import { OpportunityEnvelope, OpportunityList } from '../../src/crm/schema.js';
+import { dereference } from '../../src/operations/shared-schemas.js';
+import { iso } from '../../src/util/time.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 
 // What an integrator finds with a key alone (decisions 7.4): leads and opportunities to follow up, the human
@@ -11,6 +16,13 @@ before(async () => {
   app = await startTestApp();
 });
 after(() => app.close());
+
+/** The response serializer of an object schema (fast-json-stringify, as Fastify's). */
+function serializerOf(schema: unknown): (body: unknown) => string {
+  const isObjectSchema = (value: unknown): value is fastJson.ObjectSchema => typeof value === 'object' && value !== null && 'type' in value && value.type === 'object';
+  if (!isObjectSchema(schema)) throw new Error('not an object schema');
+  return fastJson(schema);
+}
 
 let phoneSeq = 0;
 const nextPhone = (): string => `+5255${50_000_000 + ++phoneSeq}`;
@@ -108,6 +120,61 @@ describe('leads and opportunities', () => {
     const ofO1 = emitted.filter((e) => e.data.opportunityId === o1.opportunityId);
     assert.deepEqual(ofO1.map((e) => [e.type, e.data.conversationId]), [['crm.opportunity.created', ana.conversationId], ['crm.opportunity.updated', ana.conversationId]]);
     assert.equal(emitted.find((e) => e.data.opportunityId === o3.opportunityId)?.data.conversationId, undefined);
+  });
+  test('opportunities are sent as stored: the bytes the schema\'s serializer writes, times as iso() prints them', async () => {
+    const { tenantId, key } = await app.tenantWithKey(['crm:sales:read']);
+    const { channelId } = await app.admin<{ channelId: string }>('POST', `/tenants/${tenantId}/channels`, { kind: 'whatsapp', name: 'WA' });
+    const ana = await guest(tenantId, channelId, 'Ana');
+    const withConversation = await app.admin<{ leadId: string }>('POST', `/tenants/${tenantId}/leads`, { name: 'Ana', conversationId: ana.conversationId });
+    const without = await app.admin<{ leadId: string }>('POST', `/tenants/${tenantId}/leads`, { name: 'Luis' });
+    const created = [
+      await app.admin<Record<string, unknown>>('POST', `/tenants/${tenantId}/opportunities`, { leadId: withConversation.leadId, stage: 'quote "A" \\ ñ \u0001\n', status: 'open' }),
+      await app.admin<Record<string, unknown>>('POST', `/tenants/${tenantId}/opportunities`, { leadId: without.leadId, stage: 'won', status: 'closed' }),
+      await app.admin<Record<string, unknown>>('POST', `/tenants/${tenantId}/opportunities`, { leadId: without.leadId, stage: 'lost', status: 'closed' }),
+    ];
+    assert.equal(created[0].conversationId, ana.conversationId);
+    assert.equal(created[1].conversationId, undefined);
+    // Times written by another hand: microseconds (dropped, as iso() drops them), another offset, before 1970.
+    const db = app.runtime.services.db;
+    await db.query(`UPDATE opportunities SET created_at = '2026-11-24 02:45:12.924561+00', updated_at = '2026-11-24 07:45:12.9+05:00' WHERE id = $1`, [created[1].opportunityId]);
+    await db.query(`UPDATE opportunities SET created_at = '1969-07-20 20:17:40.5+00' WHERE id = $1`, [created[2].opportunityId]);
+    await app.admin('PATCH', `/tenants/${tenantId}/opportunities/${created[0].opportunityId}`, { status: 'won' });
+
+    const rows = await db.query<OpportunityRow>('SELECT * FROM opportunities WHERE tenant_id = $1 ORDER BY created_at DESC, id DESC', [tenantId]);
+    const expected = rows.map((row) => ({
+      opportunityId: row.id,
+      leadId: row.lead_id,
+      ...(row.conversation_id ? { conversationId: row.conversation_id } : {}),
+      stage: row.stage,
+      status: row.status,
+      revision: row.revision,
+      createdAt: iso(row.created_at),
+      updatedAt: iso(row.updated_at),
+    }));
+    assert.deepEqual(expected.map((o) => [o.createdAt, o.updatedAt]).slice(1), [
+      ['2026-11-24T02:45:12.924Z', '2026-11-24T02:45:12.900Z'],
+      ['1969-07-20T20:17:40.500Z', expected[2].updatedAt],
+    ]);
+    const serializeList = serializerOf(dereference(OpportunityList));
+    const serializeOne = serializerOf(dereference(OpportunityEnvelope));
+    const all = await app.api(key, 'GET', '/crm/opportunities');
+    assert.deepEqual(ok(all), { opportunities: expected, hasMore: false });
+    assert.equal(all.body, serializeList(JSON.parse(all.body)));
+    const seen: unknown[] = [];
+    let cursor: string | undefined;
+    do {
+      const res = await app.api(key, 'GET', `/crm/opportunities?limit=1${cursor ? `&cursor=${cursor}` : ''}`);
+      const page = ok<{ opportunities: unknown[]; nextCursor?: string }>(res);
+      assert.equal(res.body, serializeList(JSON.parse(res.body)));
+      seen.push(...page.opportunities);
+      cursor = page.nextCursor;
+    } while (cursor);
+    assert.deepEqual(seen, expected);
+    for (const opportunity of expected) {
+      const res = await app.api(key, 'GET', `/crm/opportunities/${opportunity.opportunityId}`);
+      assert.deepEqual(ok(res), { opportunity });
+      assert.equal(res.body, serializeOne(JSON.parse(res.body)));
+    }
   });
 });
 
