@@ -112,13 +112,8 @@ export const messageRequestRepo = {
   },
 
   /** Across tenants by design: a provider's status callback names only its own message id. */
-  async getByProviderId(db: Queryable, provider: string, providerMessageId: string, lock = false): Promise<MessageRequestRow | undefined> {
-    return (
-      await db.query<MessageRequestRow>(`SELECT * FROM message_requests WHERE provider = $1 AND provider_message_id = $2${lock ? ' FOR NO KEY UPDATE' : ''}`, [
-        provider,
-        providerMessageId,
-      ])
-    )[0];
+  async getByProviderId(db: Queryable, provider: string, providerMessageId: string): Promise<MessageRequestRow | undefined> {
+    return (await db.query<MessageRequestRow>('SELECT * FROM message_requests WHERE provider = $1 AND provider_message_id = $2', [provider, providerMessageId]))[0];
   },
 
   /** The requests of these provider message ids (each with its provider), in one statement; absent ones are left out. */
