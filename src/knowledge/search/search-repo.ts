@@ -10,11 +10,8 @@ export const SIDE_DEPTH = 50;
  * a large tenant's chunks on every question is what the keyword side's index is there to avoid.
  */
 export const VECTOR_SCAN_LIMIT = 2000;
-/**
- * The vector side's passages by sketch estimate whose exact cosine is computed (a product of two real[] in SQL
- * is a row per component, so it is kept to these).
- */
-export const RESCORED = 20;
+/** How many passages the vector side gives to fusion, best first by the cosine of their sign sketches. */
+export const VECTOR_DEPTH = 20;
 /**
  * A ranked level orders all the tenant's chunks its query matches by ts_rank, as a bare full-text search does, and
  * checks only this many of the best for visibility (source, website, generation, property): the check is a few
@@ -40,11 +37,8 @@ export interface SearchParams {
   /** undefined: every property and global knowledge; null: global knowledge only; an id: that property's and global. */
   propertyId: string | null | undefined;
   kinds: readonly SourceKind[];
-  /**
-   * The query's vector (scaled to length 1) and its sign sketch, of the embedder whose chunks it is compared with;
-   * absent: no vector side.
-   */
-  vector?: { model: string; sketch: string; swapped: string; nonZero: number; values: readonly number[] };
+  /** The query's vector sketch, of the embedder whose chunks it is compared with; absent: no vector side. */
+  vector?: { model: string; sketch: string; swapped: string; nonZero: number };
   weights: { keyword: number; vector: number };
   limit: number;
 }
@@ -72,7 +66,6 @@ const GLOBAL_ONLY = '(SELECT $4::boolean)';
 const KINDS = '(SELECT $5::text[])::text[]';
 const MODEL = '(SELECT $6::text)';
 const LIMIT = '(SELECT $12::int)';
-const QUERY_VECTOR = '(SELECT $13::real[])';
 
 /**
  * Which chunks a question may find, joined on `c` (anything with a chunk's source_id) and `s` (its source): active
@@ -100,14 +93,14 @@ const VISIBLE = `
 function rankedLevel(name: string, query: 'every_word' | 'but_one', rankBy: 'every_word' | 'any_word', when: string): string {
   return `
 ${name}_ranked AS (
-  SELECT c.source_id, c.seq, c.search_vector, ts_rank(c.search_vector, (SELECT ${rankBy} FROM q)) AS rank
+  SELECT c.source_id, c.seq, c.search_vector, c.embedding_model, c.embedding_signs, ts_rank(c.search_vector, (SELECT ${rankBy} FROM q)) AS rank
   FROM knowledge_chunks c
   WHERE c.tenant_id = ${TENANT} AND c.search_vector @@ (SELECT ${query} FROM q) AND ${when}
   ORDER BY rank DESC, c.source_id, c.seq
   LIMIT ${RANKED}
 ),
 ${name} AS (
-  SELECT c.source_id, c.seq, c.search_vector, c.rank
+  SELECT c.source_id, c.seq, c.search_vector, c.embedding_model, c.embedding_signs, c.rank
   FROM ${name}_ranked c ${VISIBLE}
   ORDER BY c.rank DESC, c.source_id, c.seq
   LIMIT 2 * ${SIDE_DEPTH}
@@ -127,9 +120,12 @@ ${name} AS (
  * sum over the question's lexemes of idf × ts_rank, the idf taken among those candidates, so that a rare word
  * of the question ("sauna") outweighs a common one ("time"). A question with no lexeme left in english or none
  * in spanish (only stop words of either, punctuation, emoji) finds nothing on either side.
- * Vector side: chunks with a stored vector of the question's model, estimated by the cosine of their ternary
- * sign sketches (bits where components are positive, bits where they are negative), the best of them scored by
- * their exact cosine (the question's vector has length 1, so only the chunk's length is computed).
+ * Vector side: chunks with a stored vector of the question's model, scored by the cosine of their ternary sign
+ * sketches (bits where components are positive, bits where they are negative): the cosine of the vectors with each
+ * component reduced to its sign, from native bit operations on a few dozen bytes. The exact cosine of the real[]
+ * vectors was measured and left out: a product of two arrays in SQL is a row per component, which made it the
+ * largest cost of a search on a large knowledge base, and on the hotel questions hybrid ranking did no worse
+ * without it (decisions in the helper's notes).
  * Fusion: keyword weight × coverage × keyword score over the best keyword score + vector weight × cosine (both
  * sides' strength counts, not only their order: a weak side moves little). Coverage is the share of the question's
  * idf weight (in whichever of the two languages the passage covers better) that the passage holds: it makes the
@@ -138,7 +134,7 @@ ${name} AS (
  * Reciprocal-rank fusion was measured and left out: it gives a weak side's order as much say as a strong
  * side's (decisions in the helper's notes; bench/search.ts).
  * $2 query, $6 model, $7 the question's sketch, $8 its halves swapped, $9 its non-zero count, $10 keyword weight,
- * $11 vector weight, $12 limit, $13 query vector.
+ * $11 vector weight, $12 limit.
  * One plan for every search: the code's constants are literals of the text, not parameters; the parameters that
  * could steer the plan are read through sub-selects (TENANT, QUESTION, …), and the levels' queries from q, so no
  * estimate depends on the values (a folded question would be estimated from the full-text statistics, a folded
@@ -191,9 +187,9 @@ few AS (
 ${rankedLevel('every_level', 'every_word', 'every_word', 'true')}
 ${rankedLevel('but_one_level', 'but_one', 'any_word', `NOT (SELECT yes FROM few) AND (SELECT count(*) FROM every_level) < ${STRICT_ENOUGH}`)}
 any_level AS (
-  SELECT m.source_id, m.seq, m.search_vector
+  SELECT m.source_id, m.seq, m.search_vector, m.embedding_model, m.embedding_signs
   FROM (
-    SELECT c.source_id, c.seq, c.search_vector
+    SELECT c.source_id, c.seq, c.search_vector, c.embedding_model, c.embedding_signs
     FROM knowledge_chunks c ${VISIBLE}
       AND c.tenant_id = ${TENANT} AND c.search_vector @@ (SELECT any_word FROM q)
       AND (SELECT count(*) FROM every_level) < ${STRICT_ENOUGH} AND (SELECT count(*) FROM but_one_level) < ${STRICT_ENOUGH}
@@ -203,17 +199,17 @@ any_level AS (
   LIMIT 2 * ${SIDE_DEPTH}
 ),
 matched AS (
-  SELECT source_id, seq, search_vector FROM every_level WHERE (SELECT count(*) FROM every_level) >= ${STRICT_ENOUGH}
+  SELECT source_id, seq, search_vector, embedding_model, embedding_signs FROM every_level WHERE (SELECT count(*) FROM every_level) >= ${STRICT_ENOUGH}
   UNION ALL
-  SELECT source_id, seq, search_vector FROM but_one_level WHERE (SELECT count(*) FROM but_one_level) >= ${STRICT_ENOUGH}
+  SELECT source_id, seq, search_vector, embedding_model, embedding_signs FROM but_one_level WHERE (SELECT count(*) FROM but_one_level) >= ${STRICT_ENOUGH}
   UNION ALL
-  SELECT source_id, seq, search_vector FROM any_level
+  SELECT source_id, seq, search_vector, embedding_model, embedding_signs FROM any_level
 ),
 candidates AS (
   -- Each candidate's words once in memory: a stored tsvector is kept compressed, and the ranking below tests every
   -- candidate against every lexeme of the question, which would decompress it each time. setweight to D is the
   -- identity here (to_tsvector gives every position weight D); it returns the vector as a new, uncompressed value.
-  SELECT source_id, seq, setweight(search_vector, 'D') AS search_vector FROM matched
+  SELECT source_id, seq, setweight(search_vector, 'D') AS search_vector, embedding_model, embedding_signs FROM matched
 ),
 hits AS (
   -- Each lexeme of the question a candidate holds, with its ts_rank there: computed once, read by all below.
@@ -256,35 +252,31 @@ pool AS (
         ORDER BY tenant_id, source_id, seq LIMIT ${VECTOR_SCAN_LIMIT}) AS c ${VISIBLE}
     AND c.embedding_model = ${MODEL}
   UNION ALL
+  -- Many chunks: the keyword side's passages, whose sketches the candidate levels read already.
   SELECT c.source_id, c.seq, c.embedding_signs
-  FROM keyword k JOIN knowledge_chunks c ON c.source_id = k.source_id AND c.seq = k.seq
+  FROM keyword k JOIN candidates c ON c.source_id = k.source_id AND c.seq = k.seq
   WHERE NOT (SELECT yes FROM few) AND c.embedding_model = ${MODEL}
 ),
-sketched AS (
-  SELECT source_id, seq
+vector AS (
+  -- Only a positive cosine counts.
+  SELECT source_id, seq, sim
   FROM (
     SELECT source_id, seq,
       CASE WHEN length(signs) = length($7::varbit)
         THEN (bit_count(signs & $7::varbit) - bit_count(signs & $8::varbit))::float8 / sqrt(greatest(1, bit_count(signs)) * greatest(1, $9::int))
-      END AS estimate
+      END AS sim
     FROM pool
   ) AS scored
-  WHERE estimate > 0
-  ORDER BY estimate DESC, source_id, seq
-  LIMIT ${RESCORED}
-),
-vector AS (
-  SELECT c.source_id, c.seq,
-    (SELECT sum(a * b) / nullif(sqrt(sum(a * a)), 0) FROM unnest(c.embedding, ${QUERY_VECTOR}) AS u (a, b)) AS sim
-  FROM sketched k JOIN knowledge_chunks c ON c.source_id = k.source_id AND c.seq = k.seq
+  WHERE sim > 0
+  ORDER BY sim DESC, source_id, seq
+  LIMIT ${VECTOR_DEPTH}
 ),
 fused AS (
   SELECT source_id, seq, sum(part) AS score
   FROM (
     SELECT source_id, seq, $10::float8 * coverage * score / (SELECT max(score) FROM keyword) AS part FROM covered
     UNION ALL
-    -- A negative or undefined cosine adds nothing (and is computed once: no filter repeats it).
-    SELECT source_id, seq, $11::float8 * greatest(sim, 0) FROM vector
+    SELECT source_id, seq, $11::float8 * sim FROM vector
   ) AS sides
   GROUP BY source_id, seq
   HAVING sum(part) > 0
@@ -312,7 +304,6 @@ export const searchRepo = {
       p.weights.keyword,
       p.vector ? p.weights.vector : 0,
       p.limit,
-      p.vector ? `{${p.vector.values.join(',')}}` : '{}',
     ]);
     return rows.map((row) => ({ ...row, score: Number(row.score) }));
   },

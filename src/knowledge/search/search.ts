@@ -87,23 +87,17 @@ export async function searchKnowledge(deps: SearchDeps, ctx: Ctx, input: SearchI
 }
 
 /**
- * The question's vector, scaled to length 1, and its sketch. An embeddings endpoint that fails leaves the keyword side to answer alone:
+ * The question's vector sketch. An embeddings endpoint that fails leaves the keyword side to answer alone:
  * a search that answers from keywords is better than none while the endpoint is down.
  */
-async function embedQuery(deps: SearchDeps, query: string): Promise<{ model: string; sketch: string; swapped: string; nonZero: number; values: number[] } | undefined> {
+async function embedQuery(deps: SearchDeps, query: string): Promise<{ model: string; sketch: string; swapped: string; nonZero: number } | undefined> {
   try {
     const [vector] = await deps.embedder.embed([query]);
-    return vector ? { model: deps.embedder.model, values: unitLength(vector), ...signSketch(vector) } : undefined;
+    return vector ? { model: deps.embedder.model, ...signSketch(vector) } : undefined;
   } catch (error) {
     deps.log?.warn({ err: error }, 'knowledge search: the query could not be embedded; answering from keywords only');
     return undefined;
   }
-}
-
-/** The vector scaled to length 1 (a zero vector as it is): the search's cosine then computes only the chunk's length. */
-export function unitLength(vector: readonly number[]): number[] {
-  const norm = Math.sqrt(vector.reduce((sum, v) => sum + v * v, 0));
-  return norm > 0 ? vector.map((v) => v / norm) : [...vector];
 }
 
 function resultOf(row: SearchRow, best: number): SearchResult {
