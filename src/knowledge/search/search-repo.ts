@@ -1,11 +1,15 @@
 import type { Queryable } from '../../db/driver.js';
 import type { SourceKind } from '../repo.js';
 
-/** How many passages each side ranks before fusion. */
+/**
+ * How many passages the keyword side ranks before fusion: a candidate level's best by ts_rank, ranked again by the
+ * question's rarer words. A level's first SIDE_DEPTH by ts_rank are the ones re-ranked: past them a passage holds the
+ * question's words less often or in a longer text, which the re-ranking weighs the same way.
+ */
 export const SIDE_DEPTH = 50;
 /**
  * Up to this many chunks in the tenant, the vector side scores every visible chunk and the keyword side goes from
- * every word straight to any word; past it, the vector side scores only the keyword side's passages (it re-ranks
+ * every word straight to any word; past it, the vector side scores only the keyword side's candidates (it re-ranks
  * them) and the keyword side tries every word but one first. A hotel's knowledge is a few hundred chunks; a scan of
  * a large tenant's chunks on every question is what the keyword side's index is there to avoid.
  */
@@ -86,7 +90,7 @@ const VISIBLE = `
 
 /**
  * The ranked candidate level `name`: the tenant's chunks matching q's `query`, the best RANKED of them by ts_rank
- * against q's `rankBy`, and of those the visible ones, best first (at most 2 × SIDE_DEPTH). Runs only when `when`
+ * against q's `rankBy`, and of those the visible ones, best first (at most SIDE_DEPTH). Runs only when `when`
  * holds (a condition on the levels before it, evaluated once per search). The queries are q's columns, computed
  * once per search and read once by the index scan.
  */
@@ -103,7 +107,7 @@ ${name} AS (
   SELECT c.source_id, c.seq, c.search_vector, c.embedding_model, c.embedding_signs, c.rank
   FROM ${name}_ranked c ${VISIBLE}
   ORDER BY c.rank DESC, c.source_id, c.seq
-  LIMIT 2 * ${SIDE_DEPTH}
+  LIMIT ${SIDE_DEPTH}
 ),`;
 }
 
@@ -196,7 +200,7 @@ any_level AS (
     LIMIT ${ANY_WORD_LIMIT}
   ) AS m
   ORDER BY ts_rank(m.search_vector, (SELECT any_word FROM q)) DESC, m.source_id, m.seq
-  LIMIT 2 * ${SIDE_DEPTH}
+  LIMIT ${SIDE_DEPTH}
 ),
 matched AS (
   SELECT source_id, seq, search_vector, embedding_model, embedding_signs FROM every_level WHERE (SELECT count(*) FROM every_level) >= ${STRICT_ENOUGH}
@@ -252,9 +256,9 @@ pool AS (
         ORDER BY tenant_id, source_id, seq LIMIT ${VECTOR_SCAN_LIMIT}) AS c ${VISIBLE}
     AND c.embedding_model = ${MODEL}
   UNION ALL
-  -- Many chunks: the keyword side's passages, whose sketches the candidate levels read already.
+  -- Many chunks: the keyword side's candidates, whose sketches the candidate levels read already.
   SELECT c.source_id, c.seq, c.embedding_signs
-  FROM keyword k JOIN candidates c ON c.source_id = k.source_id AND c.seq = k.seq
+  FROM candidates c
   WHERE NOT (SELECT yes FROM few) AND c.embedding_model = ${MODEL}
 ),
 vector AS (
