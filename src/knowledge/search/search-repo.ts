@@ -2,9 +2,9 @@ import type { Queryable } from '../../db/driver.js';
 import type { SourceKind } from '../repo.js';
 
 /**
- * How many passages the keyword side ranks before fusion: a candidate level's best by ts_rank, ranked again by the
- * question's rarer words. A level's first SIDE_DEPTH by ts_rank are the ones re-ranked: past them a passage holds the
- * question's words less often or in a longer text, which the re-ranking weighs the same way.
+ * How many passages the keyword side ranks before fusion: a candidate level's best by ts_rank, ranked again with
+ * the rarity of the question's words. Both weigh how often and how densely a passage holds the words; the rarity
+ * reorders a level's best rather than lifting passages from far below them, so those are the ones re-ranked.
  */
 export const SIDE_DEPTH = 50;
 /**
