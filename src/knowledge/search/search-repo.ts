@@ -1,29 +1,37 @@
 import type { Queryable } from '../../db/driver.js';
 import type { SourceKind } from '../repo.js';
 
-/** How many passages each side ranks before fusion. */
+/**
+ * How many passages the keyword side ranks before fusion: a candidate level's best by ts_rank, ranked again with
+ * the rarity of the question's words. Both weigh how often and how densely a passage holds the words; the rarity
+ * reorders a level's best rather than lifting passages from far below them, so those are the ones re-ranked.
+ */
 export const SIDE_DEPTH = 50;
 /**
- * Up to this many chunks in the tenant, the vector side scores every visible chunk; past it, only the keyword
- * side's passages (it re-ranks them). A hotel's knowledge is a few hundred chunks; a scan of a large tenant's
- * chunks on every question is what the keyword side's index is there to avoid.
+ * Up to this many chunks in the tenant, the vector side scores every visible chunk and the keyword side goes from
+ * every word straight to any word; past it, the vector side scores only the keyword side's candidates (it re-ranks
+ * them) and the keyword side tries every word but one first. A hotel's knowledge is a few hundred chunks; a scan of
+ * a large tenant's chunks on every question is what the keyword side's index is there to avoid.
  */
 export const VECTOR_SCAN_LIMIT = 2000;
+/** How many passages the vector side gives to fusion, best first by the cosine of their sign sketches. */
+export const VECTOR_DEPTH = 20;
 /**
- * The vector side's passages by sketch estimate whose exact cosine is computed (a product of two real[] in SQL
- * is a row per component, so it is kept to these).
+ * A ranked level orders all the tenant's chunks its query matches by ts_rank, as a bare full-text search does, and
+ * checks only this many of the best for visibility (source, website, generation, property): the check is a few
+ * index lookups per chunk, where a common word's matches are thousands. A level whose best are mostly invisible
+ * finds fewer than STRICT_ENOUGH and gives way to the next; the last level checks visibility first.
  */
-export const RESCORED = 20;
+export const RANKED = 200;
 /**
- * At most this many chunks holding any word of the question are ranked (in no particular order beyond that):
- * on a large knowledge base a common word is in tens of thousands of chunks, and ranking them all is the cost
- * of a search. A knowledge base of a few thousand chunks is ranked whole.
+ * The last level, any word of the question, takes the first this many visible chunks holding one (in no particular
+ * order beyond that) and ranks them: on a large knowledge base a common word is in tens of thousands of chunks. A
+ * knowledge base of a few thousand chunks is ranked whole.
  */
 export const ANY_WORD_LIMIT = 500;
 /**
- * The chunks holding every word of the question are the keyword side's candidates when there are at least this
- * many; fewer, and the chunks holding any of its words are. A constant, so that the ranking of the first results
- * does not depend on how many the caller asked for.
+ * A level's chunks are the keyword side's candidates when there are at least this many; fewer, and the next
+ * level's are. A constant, so that the ranking of the first results does not depend on how many the caller asked for.
  */
 export const STRICT_ENOUGH = 5;
 
@@ -34,7 +42,7 @@ export interface SearchParams {
   propertyId: string | null | undefined;
   kinds: readonly SourceKind[];
   /** The query's vector sketch, of the embedder whose chunks it is compared with; absent: no vector side. */
-  vector?: { model: string; sketch: string; swapped: string; nonZero: number; values: readonly number[] };
+  vector?: { model: string; sketch: string; swapped: string; nonZero: number };
   weights: { keyword: number; vector: number };
   limit: number;
 }
@@ -51,36 +59,77 @@ export interface SearchRow {
 }
 
 /**
- * Which chunks a question may find, joined on `c` (knowledge_chunks) and `s` (its source): active sources of
- * the kinds asked for, and a crawled page only while its website is active, its generation is the website's
- * current one and the selection rules leave it enabled. Read on every search, so deactivating or deleting a
- * source takes its chunks out of the very next answer. The scope of a page is its website's.
- * $1 tenant, $3 property id or null, $4 global only, $5 kinds.
+ * The parameters as the statement reads them where they could steer the plan: each through a sub-select, which the
+ * planner evaluates once at run time instead of folding it into a constant, so that no estimate, and so no plan,
+ * depends on which tenant, question or scope it is. See SEARCH for why.
+ */
+const TENANT = '(SELECT $1::text)';
+const QUESTION = '(SELECT $2::text)';
+const PROPERTY = '(SELECT $3::text)';
+const GLOBAL_ONLY = '(SELECT $4::boolean)';
+const KINDS = '(SELECT $5::text[])::text[]';
+const MODEL = '(SELECT $6::text)';
+const LIMIT = '(SELECT $12::int)';
+
+/**
+ * Which chunks a question may find, joined on `c` (anything with a chunk's source_id) and `s` (its source): active
+ * sources of the tenant of the kinds asked for, and a crawled page only while its website is active, its
+ * generation is the website's current one and the selection rules leave it enabled. Read on every search, so
+ * deactivating or deleting a source takes its chunks out of the very next answer. The scope of a page is its
+ * website's. $1 tenant, $3 property id or null, $4 global only, $5 kinds.
  */
 const VISIBLE = `
-  JOIN knowledge_sources s ON s.id = c.source_id AND s.tenant_id = c.tenant_id
+  JOIN knowledge_sources s ON s.id = c.source_id AND s.tenant_id = ${TENANT}
   LEFT JOIN knowledge_websites w ON w.id = s.website_id AND w.tenant_id = s.tenant_id
   LEFT JOIN knowledge_sources ws ON ws.id = w.source_id AND ws.tenant_id = w.tenant_id
-  WHERE c.tenant_id = $1 AND s.active AND s.kind = ANY ($5::text[])
+  WHERE s.active AND s.kind = ANY (${KINDS})
     AND (s.kind <> 'website_page' OR (s.enabled AND ws.active AND s.website_generation_id = w.current_generation_id))
-    AND CASE WHEN $4::boolean THEN (CASE WHEN s.kind = 'website_page' THEN ws.property_id ELSE s.property_id END) IS NULL
-             WHEN $3::text IS NULL THEN true
-             ELSE coalesce(CASE WHEN s.kind = 'website_page' THEN ws.property_id ELSE s.property_id END, $3::text) = $3::text END`;
+    AND CASE WHEN ${GLOBAL_ONLY} THEN (CASE WHEN s.kind = 'website_page' THEN ws.property_id ELSE s.property_id END) IS NULL
+             WHEN ${PROPERTY} IS NULL THEN true
+             ELSE coalesce(CASE WHEN s.kind = 'website_page' THEN ws.property_id ELSE s.property_id END, ${PROPERTY}) = ${PROPERTY} END`;
+
+/**
+ * The ranked candidate level `name`: the tenant's chunks matching q's `query`, the best RANKED of them by ts_rank
+ * against q's `rankBy`, and of those the visible ones, best first (at most SIDE_DEPTH). Runs only when `when`
+ * holds (a condition on the levels before it, evaluated once per search). The queries are q's columns, computed
+ * once per search and read once by the index scan.
+ */
+function rankedLevel(name: string, query: 'every_word' | 'but_one', rankBy: 'every_word' | 'any_word', when: string): string {
+  return `
+${name}_ranked AS (
+  SELECT c.source_id, c.seq, c.search_vector, c.embedding_model, c.embedding_signs, ts_rank(c.search_vector, (SELECT ${rankBy} FROM q)) AS rank
+  FROM knowledge_chunks c
+  WHERE c.tenant_id = ${TENANT} AND c.search_vector @@ (SELECT ${query} FROM q) AND ${when}
+  ORDER BY rank DESC, c.source_id, c.seq
+  LIMIT ${RANKED}
+),
+${name} AS (
+  SELECT c.source_id, c.seq, c.search_vector, c.embedding_model, c.embedding_signs, c.rank
+  FROM ${name}_ranked c ${VISIBLE}
+  ORDER BY c.rank DESC, c.source_id, c.seq
+  LIMIT ${SIDE_DEPTH}
+),`;
+}
 
 /**
  * Hybrid search in one statement, the same on PostgreSQL and PGlite.
  * Keyword side: the question's words as english and as spanish lexemes (to_tsvector drops each language's
- * stop words and stems the rest). Candidates, level by level until one has STRICT_ENOUGH: the chunks holding
- * every word of the question in one of the languages; else the chunks holding any of its words, at most
- * ANY_WORD_LIMIT of them (a guest
- * writes a sentence, not a list of words every passage must hold); see the q CTE for how each level's query is
- * written. The best candidates are ranked again by a BM25-like
+ * stop words and stems the rest). Candidates, level by level until one has STRICT_ENOUGH visible chunks: the chunks
+ * holding every word of the question in one of the languages; on a large knowledge base (more than
+ * VECTOR_SCAN_LIMIT chunks) then every word but one; then any of its words, at most ANY_WORD_LIMIT of them (a guest
+ * writes a sentence, not a list of words every passage must hold); the q CTE writes each level's query, in the
+ * statement itself (a SQL function is planned again on every call). Every word but one is for large knowledge bases only: there any word means tens of thousands of chunks of
+ * which only an arbitrary few can be ranked, while a small one ranks them all, and a passage holding the question's
+ * one rare word then outranks those holding its common ones. The best candidates are ranked again by a BM25-like
  * sum over the question's lexemes of idf × ts_rank, the idf taken among those candidates, so that a rare word
  * of the question ("sauna") outweighs a common one ("time"). A question with no lexeme left in english or none
  * in spanish (only stop words of either, punctuation, emoji) finds nothing on either side.
- * Vector side: chunks with a stored vector of the question's model, estimated by the cosine of their ternary
- * sign sketches (bits where components are positive, bits where they are negative), the best of them scored by
- * their exact cosine.
+ * Vector side: chunks with a stored vector of the question's model, scored by the cosine of their ternary sign
+ * sketches (bits where components are positive, bits where they are negative): the cosine of the vectors with each
+ * component reduced to its sign, from native bit operations on a few dozen bytes. The exact cosine of the real[]
+ * vectors was measured and left out: a product of two arrays in SQL is a row per component, which made it the
+ * largest cost of a search on a large knowledge base, and on the hotel questions hybrid ranking did no worse
+ * without it (decisions in the helper's notes).
  * Fusion: keyword weight × coverage × keyword score over the best keyword score + vector weight × cosine (both
  * sides' strength counts, not only their order: a weak side moves little). Coverage is the share of the question's
  * idf weight (in whichever of the two languages the passage covers better) that the passage holds: it makes the
@@ -89,94 +138,111 @@ const VISIBLE = `
  * Reciprocal-rank fusion was measured and left out: it gives a weak side's order as much say as a strong
  * side's (decisions in the helper's notes; bench/search.ts).
  * $2 query, $6 model, $7 the question's sketch, $8 its halves swapped, $9 its non-zero count, $10 keyword weight,
- * $11 vector weight, $12 limit, $13 query vector.
- * The code's constants (SIDE_DEPTH, VECTOR_SCAN_LIMIT, RESCORED, ANY_WORD_LIMIT, STRICT_ENOUGH) are literals of the
- * text, not parameters: the named statement's generic plan is then estimated with the same bounds as a custom one
- * (a LIMIT of an unknown parameter is estimated as a tenth of the rows), so PostgreSQL keeps it instead of
- * planning this statement again on every search.
+ * $11 vector weight, $12 limit.
+ * One plan for every search: the code's constants are literals of the text, not parameters; the parameters that
+ * could steer the plan are read through sub-selects (TENANT, QUESTION, …), and the levels' queries from q, so no
+ * estimate depends on the values (a folded question would be estimated from the full-text statistics, a folded
+ * tenant from its share of the rows). The generic plan of the named statement then costs what a custom one does,
+ * and PostgreSQL keeps it instead of planning this statement again on every search. The plan
+ * the estimates give is the one wanted for any tenant: the tenant's full-text index entries of the level's words.
  */
 const SEARCH = `
 WITH lexemes AS (
-  SELECT 'english' AS cfg, lexeme FROM unnest(tsvector_to_array(to_tsvector('english', $2))) AS lexeme
+  SELECT 'english' AS cfg, lexeme FROM unnest(tsvector_to_array(to_tsvector('english', ${QUESTION}))) AS lexeme
   UNION ALL
-  SELECT 'spanish', lexeme FROM unnest(tsvector_to_array(to_tsvector('spanish', $2))) AS lexeme
+  SELECT 'spanish', lexeme FROM unnest(tsvector_to_array(to_tsvector('spanish', ${QUESTION}))) AS lexeme
 ),
-terms AS (
-  -- Each lexeme as a one-word tsquery: quoted, so that it is taken as it is, never parsed as an operator.
-  SELECT DISTINCT ('''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || '''')::tsquery AS tsq
+language_terms AS (
+  -- Each lexeme as a one-word query: quoted, so that it is taken as it is, never parsed as an operator. None when
+  -- either language leaves no lexeme.
+  SELECT DISTINCT cfg, lexeme, '''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || '''' AS term
   FROM lexemes
   WHERE (SELECT count(DISTINCT cfg) FROM lexemes) = 2
 ),
-language_terms AS (
-  SELECT DISTINCT l.cfg, ('''' || replace(replace(l.lexeme, '\\', '\\\\'), '''', '''''') || '''')::tsquery AS tsq
-  FROM lexemes l WHERE EXISTS (SELECT 1 FROM terms)
+terms AS (
+  SELECT DISTINCT lexeme, term::tsquery AS tsq FROM language_terms
+),
+numbered AS (
+  SELECT cfg, term, row_number() OVER (PARTITION BY cfg ORDER BY term) AS i, count(*) OVER (PARTITION BY cfg) AS n
+  FROM language_terms
 ),
 q AS (
-  -- Each level's query once per search, for ranking. The WHERE clauses build the same query from built-in
-  -- IMMUTABLE functions of $2 (plainto_tsquery takes every word as a plain word, never as an operator): with the
-  -- question bound, the planner computes it and estimates its matches from the GIN statistics, so it scans the
-  -- full-text index alone instead of ANDing it with a bitmap of every chunk of the tenant; under a generic plan
-  -- of a named statement, computing it again per row costs microseconds. Not a call of knowledge_search_query
-  -- (a SQL function: per row, milliseconds) nor a column of q (the planner cannot estimate it).
-  SELECT EXISTS (SELECT 1 FROM terms) AS meaningful,
-         knowledge_search_query($2, 'every') AS every_word,
-         knowledge_search_query($2, 'any') AS any_word
+  -- The levels' queries, once per search (NULL, matching nothing, when there is no term):
+  --   every_word: every term of one of the languages;
+  --   but_one:    every term but one (either of two; the term itself of one) of one of the languages; a language of
+  --               more than 8 terms adds nothing (a passage holding all but one of so many is rare, and the query
+  --               would grow with the square of the terms);
+  --   any_word:   any term.
+  SELECT
+    (SELECT string_agg('(' || words || ')', ' | ')
+     FROM (SELECT string_agg(term, ' & ' ORDER BY term) AS words FROM language_terms GROUP BY cfg) AS per_language)::tsquery AS every_word,
+    (SELECT string_agg('(' || words || ')', ' | ')
+     FROM (SELECT string_agg(kept.term, ' & ' ORDER BY kept.i) AS words
+           FROM numbered omitted JOIN numbered kept ON kept.cfg = omitted.cfg AND (kept.i <> omitted.i OR omitted.n = 1)
+           WHERE omitted.n <= 8
+           GROUP BY omitted.cfg, omitted.i) AS clauses)::tsquery AS but_one,
+    (SELECT string_agg(DISTINCT term, ' | ') FROM language_terms)::tsquery AS any_word
 ),
 few AS (
   -- In the tenant index's order, so that the count stops at the limit whatever the tenant's size.
   SELECT count(*) <= ${VECTOR_SCAN_LIMIT} AS yes
-  FROM (SELECT 1 FROM knowledge_chunks WHERE tenant_id = $1 ORDER BY tenant_id, source_id, seq LIMIT ${VECTOR_SCAN_LIMIT} + 1) AS x
+  FROM (SELECT 1 FROM knowledge_chunks WHERE tenant_id = ${TENANT} ORDER BY tenant_id, source_id, seq LIMIT ${VECTOR_SCAN_LIMIT} + 1) AS x
 ),
-strict AS (
-  SELECT c.source_id, c.seq, c.search_vector
-  FROM q CROSS JOIN knowledge_chunks c ${VISIBLE}
-    AND q.meaningful AND c.search_vector @@ (plainto_tsquery('english', $2::text) || plainto_tsquery('spanish', $2::text))
-  ORDER BY ts_rank(c.search_vector, q.every_word) DESC, c.source_id, c.seq
-  LIMIT 2 * ${SIDE_DEPTH}
+${rankedLevel('every_level', 'every_word', 'every_word', 'true')}
+${rankedLevel('but_one_level', 'but_one', 'any_word', `NOT (SELECT yes FROM few) AND (SELECT count(*) FROM every_level) < ${STRICT_ENOUGH}`)}
+any_level AS (
+  SELECT m.source_id, m.seq, m.search_vector, m.embedding_model, m.embedding_signs
+  FROM (
+    SELECT c.source_id, c.seq, c.search_vector, c.embedding_model, c.embedding_signs
+    FROM knowledge_chunks c ${VISIBLE}
+      AND c.tenant_id = ${TENANT} AND c.search_vector @@ (SELECT any_word FROM q)
+      AND (SELECT count(*) FROM every_level) < ${STRICT_ENOUGH} AND (SELECT count(*) FROM but_one_level) < ${STRICT_ENOUGH}
+    LIMIT ${ANY_WORD_LIMIT}
+  ) AS m
+  ORDER BY ts_rank(m.search_vector, (SELECT any_word FROM q)) DESC, m.source_id, m.seq
+  LIMIT ${SIDE_DEPTH}
 ),
 matched AS (
-  SELECT * FROM strict WHERE (SELECT count(*) FROM strict) >= ${STRICT_ENOUGH}
+  SELECT source_id, seq, search_vector, embedding_model, embedding_signs FROM every_level WHERE (SELECT count(*) FROM every_level) >= ${STRICT_ENOUGH}
   UNION ALL
-  (SELECT m.source_id, m.seq, m.search_vector
-   FROM (
-     SELECT c.source_id, c.seq, c.search_vector
-     FROM q CROSS JOIN knowledge_chunks c ${VISIBLE}
-       AND q.meaningful AND c.search_vector @@ replace((plainto_tsquery('english', $2::text) || plainto_tsquery('spanish', $2::text))::text, ' & ', ' | ')::tsquery AND (SELECT count(*) FROM strict) < ${STRICT_ENOUGH}
-     LIMIT ${ANY_WORD_LIMIT}
-   ) AS m CROSS JOIN q
-   ORDER BY ts_rank(m.search_vector, q.any_word) DESC, m.source_id, m.seq
-   LIMIT 2 * ${SIDE_DEPTH})
+  SELECT source_id, seq, search_vector, embedding_model, embedding_signs FROM but_one_level WHERE (SELECT count(*) FROM but_one_level) >= ${STRICT_ENOUGH}
+  UNION ALL
+  SELECT source_id, seq, search_vector, embedding_model, embedding_signs FROM any_level
 ),
 candidates AS (
   -- Each candidate's words once in memory: a stored tsvector is kept compressed, and the ranking below tests every
-  -- candidate against every lexeme of the question (rarity, keyword, covered), which would decompress it each
-  -- time. setweight to D is the identity here (to_tsvector gives every position weight D); it returns the vector
-  -- as a new, uncompressed value.
-  SELECT source_id, seq, setweight(search_vector, 'D') AS search_vector FROM matched
+  -- candidate against every lexeme of the question, which would decompress it each time. setweight to D is the
+  -- identity here (to_tsvector gives every position weight D); it returns the vector as a new, uncompressed value.
+  SELECT source_id, seq, setweight(search_vector, 'D') AS search_vector, embedding_model, embedding_signs FROM matched
+),
+hits AS (
+  -- Each lexeme of the question a candidate holds, with its ts_rank there: computed once, read by all below.
+  SELECT c.source_id, c.seq, t.lexeme, ts_rank(c.search_vector, t.tsq) AS rank
+  FROM candidates c JOIN terms t ON c.search_vector @@ t.tsq
 ),
 rarity AS (
-  SELECT t.tsq, ln(1 + ((SELECT count(*) FROM candidates) - count(c.seq) + 0.5) / (count(c.seq) + 0.5)) AS idf
-  FROM terms t LEFT JOIN candidates c ON c.search_vector @@ t.tsq
-  GROUP BY t.tsq
+  SELECT t.lexeme, ln(1 + ((SELECT count(*) FROM candidates) - count(h.seq) + 0.5) / (count(h.seq) + 0.5)) AS idf
+  FROM terms t LEFT JOIN hits h ON h.lexeme = t.lexeme
+  GROUP BY t.lexeme
 ),
 keyword AS (
-  SELECT c.source_id, c.seq, sum(r.idf * ts_rank(c.search_vector, r.tsq)) AS score
-  FROM candidates c JOIN rarity r ON c.search_vector @@ r.tsq
-  GROUP BY c.source_id, c.seq
-  ORDER BY score DESC, c.source_id, c.seq
+  SELECT h.source_id, h.seq, sum(r.idf * h.rank) AS score
+  FROM hits h JOIN rarity r ON r.lexeme = h.lexeme
+  GROUP BY h.source_id, h.seq
+  ORDER BY score DESC, h.source_id, h.seq
   LIMIT ${SIDE_DEPTH}
 ),
 totals AS (
-  SELECT t.cfg, sum(r.idf) AS total FROM language_terms t JOIN rarity r ON r.tsq = t.tsq GROUP BY t.cfg
+  SELECT t.cfg, sum(r.idf) AS total FROM language_terms t JOIN rarity r ON r.lexeme = t.lexeme GROUP BY t.cfg
 ),
 covered AS (
   SELECT k.source_id, k.seq, k.score, coalesce(max(x.matched / nullif(tot.total, 0)), 0) AS coverage
   FROM keyword k
-  JOIN candidates c ON c.source_id = k.source_id AND c.seq = k.seq
-  CROSS JOIN LATERAL (
-    SELECT t.cfg, sum(r.idf) AS matched FROM language_terms t JOIN rarity r ON r.tsq = t.tsq
-    WHERE c.search_vector @@ t.tsq GROUP BY t.cfg
-  ) AS x
+  JOIN (
+    SELECT h.source_id, h.seq, t.cfg, sum(r.idf) AS matched
+    FROM hits h JOIN language_terms t ON t.lexeme = h.lexeme JOIN rarity r ON r.lexeme = h.lexeme
+    GROUP BY h.source_id, h.seq, t.cfg
+  ) AS x ON x.source_id = k.source_id AND x.seq = k.seq
   JOIN totals tot ON tot.cfg = x.cfg
   GROUP BY k.source_id, k.seq, k.score
 ),
@@ -186,43 +252,40 @@ pool AS (
   -- estimate as large as a scan of every chunk of a large tenant makes PostgreSQL compile the whole statement (JIT)
   -- on every search.
   SELECT c.source_id, c.seq, c.embedding_signs AS signs
-  FROM (SELECT * FROM knowledge_chunks WHERE tenant_id = $1 AND (SELECT yes FROM few) AND (SELECT meaningful FROM q)
+  FROM (SELECT * FROM knowledge_chunks WHERE tenant_id = ${TENANT} AND (SELECT yes FROM few) AND EXISTS (SELECT 1 FROM terms)
         ORDER BY tenant_id, source_id, seq LIMIT ${VECTOR_SCAN_LIMIT}) AS c ${VISIBLE}
-    AND c.embedding_model = $6::text
+    AND c.embedding_model = ${MODEL}
   UNION ALL
+  -- Many chunks: the keyword side's candidates, whose sketches the candidate levels read already.
   SELECT c.source_id, c.seq, c.embedding_signs
-  FROM keyword k JOIN knowledge_chunks c ON c.source_id = k.source_id AND c.seq = k.seq
-  WHERE NOT (SELECT yes FROM few) AND c.embedding_model = $6::text
+  FROM candidates c
+  WHERE NOT (SELECT yes FROM few) AND c.embedding_model = ${MODEL}
 ),
-sketched AS (
-  SELECT source_id, seq
+vector AS (
+  -- Only a positive cosine counts.
+  SELECT source_id, seq, sim
   FROM (
     SELECT source_id, seq,
       CASE WHEN length(signs) = length($7::varbit)
         THEN (bit_count(signs & $7::varbit) - bit_count(signs & $8::varbit))::float8 / sqrt(greatest(1, bit_count(signs)) * greatest(1, $9::int))
-      END AS estimate
+      END AS sim
     FROM pool
   ) AS scored
-  WHERE estimate > 0
-  ORDER BY estimate DESC, source_id, seq
-  LIMIT ${RESCORED}
-),
-vector AS (
-  SELECT c.source_id, c.seq,
-    (SELECT sum(a * b) / nullif(sqrt(sum(a * a) * sum(b * b)), 0) FROM unnest(c.embedding, $13::real[]) AS u (a, b)) AS sim
-  FROM sketched k JOIN knowledge_chunks c ON c.source_id = k.source_id AND c.seq = k.seq
+  WHERE sim > 0
+  ORDER BY sim DESC, source_id, seq
+  LIMIT ${VECTOR_DEPTH}
 ),
 fused AS (
   SELECT source_id, seq, sum(part) AS score
   FROM (
     SELECT source_id, seq, $10::float8 * coverage * score / (SELECT max(score) FROM keyword) AS part FROM covered
     UNION ALL
-    SELECT source_id, seq, $11::float8 * sim FROM vector WHERE sim > 0
+    SELECT source_id, seq, $11::float8 * sim FROM vector
   ) AS sides
   GROUP BY source_id, seq
   HAVING sum(part) > 0
   ORDER BY score DESC, source_id, seq
-  LIMIT $12
+  LIMIT ${LIMIT}
 )
 SELECT f.score, s.id AS source_id, s.kind, s.website_id, s.title, coalesce(s.canonical_url, s.url) AS url, c.text, s.updated_at
 FROM fused f
@@ -245,7 +308,6 @@ export const searchRepo = {
       p.weights.keyword,
       p.vector ? p.weights.vector : 0,
       p.limit,
-      p.vector ? `{${p.vector.values.join(',')}}` : '{}',
     ]);
     return rows.map((row) => ({ ...row, score: Number(row.score) }));
   },

@@ -90,10 +90,10 @@ export async function searchKnowledge(deps: SearchDeps, ctx: Ctx, input: SearchI
  * The question's vector sketch. An embeddings endpoint that fails leaves the keyword side to answer alone:
  * a search that answers from keywords is better than none while the endpoint is down.
  */
-async function embedQuery(deps: SearchDeps, query: string): Promise<{ model: string; sketch: string; swapped: string; nonZero: number; values: number[] } | undefined> {
+async function embedQuery(deps: SearchDeps, query: string): Promise<{ model: string; sketch: string; swapped: string; nonZero: number } | undefined> {
   try {
     const [vector] = await deps.embedder.embed([query]);
-    return vector ? { model: deps.embedder.model, values: vector, ...signSketch(vector) } : undefined;
+    return vector ? { model: deps.embedder.model, ...signSketch(vector) } : undefined;
   } catch (error) {
     deps.log?.warn({ err: error }, 'knowledge search: the query could not be embedded; answering from keywords only');
     return undefined;
