@@ -88,7 +88,7 @@ export interface AutoReplyOptions {
   handled?: HandledEvents;
   /** Where accepted events wait; default: in memory. */
   accepted?: AcceptedEvents | Map<string, AcceptedEvent>;
-  /** How many accepted events are handled at once. Default 16. */
+  /** How many accepted events are handled at once. Default 32. */
   concurrency?: number;
   /** How many events may be accepted and not yet handled; beyond it deliveries get 503. Default 1,000. */
   maxPending?: number;
@@ -225,7 +225,7 @@ export function createAutoReplier(options: AutoReplyOptions): AutoReplier {
     accepted instanceof Map
       ? { add: (event) => void accepted.set(event.eventId, event), remove: (eventId) => void accepted.delete(eventId), pending: () => accepted.values() }
       : accepted;
-  const concurrency = options.concurrency ?? 16;
+  const concurrency = options.concurrency ?? 32;
   const maxPending = options.maxPending ?? 1000;
   const retryDelaysMs = options.retryDelaysMs ?? RETRY_DELAYS_MS;
   const report = options.onOutcome ?? ((outcome: Outcome) => console.log(JSON.stringify(outcome)));

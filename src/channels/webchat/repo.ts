@@ -1,4 +1,5 @@
 import type { Queryable } from '../../db/driver.js';
+import type { ChannelRow } from '../repo.js';
 
 /** The SQL of webchat (decisions 7.3): sessions, the visitors' event streams and the files sent to them. */
 
@@ -57,6 +58,25 @@ export const webchatRepo = {
       [visitorId, widgetId],
     );
     return rows[0];
+  },
+
+  /**
+   * A session and the webchat channel of its widget (the channel its widget id names now, whatever it is), in one
+   * read: every visitor request authenticates with it.
+   */
+  async sessionWithChannel(db: Queryable, visitorId: string, widgetId: string): Promise<{ session: SessionRow; channel: ChannelRow | undefined } | undefined> {
+    const rows = await db.query<Partial<ChannelRow> & { s_id: string; s_tenant_id: string; s_channel_id: string; s_widget_id: string; s_name: string | null; s_conversation_id: string | null; s_created_at: Date; s_last_seen_at: Date }>(
+      `SELECT s.id AS s_id, s.tenant_id AS s_tenant_id, s.channel_id AS s_channel_id, s.widget_id AS s_widget_id, s.name AS s_name,
+         s.conversation_id AS s_conversation_id, s.created_at AS s_created_at, s.last_seen_at AS s_last_seen_at, c.*
+       FROM webchat_sessions s LEFT JOIN channels c ON c.provider = 'webchat' AND c.provider_ref = s.widget_id
+       WHERE s.id = $1 AND s.widget_id = $2`,
+      [visitorId, widgetId],
+    );
+    const row = rows[0];
+    if (!row) return undefined;
+    const { s_id, s_tenant_id, s_channel_id, s_widget_id, s_name, s_conversation_id, s_created_at, s_last_seen_at, ...channel } = row;
+    const session: SessionRow = { id: s_id, tenant_id: s_tenant_id, channel_id: s_channel_id, widget_id: s_widget_id, name: s_name, conversation_id: s_conversation_id, created_at: s_created_at, last_seen_at: s_last_seen_at };
+    return { session, channel: isChannel(channel) ? channel : undefined };
   },
 
   /** Marks the session used; written at most once a minute per session so reads stay reads. */
@@ -201,3 +221,8 @@ export const webchatRepo = {
     return rows.length > 0;
   },
 };
+
+/** A joined channel is there when its key is (a LEFT JOIN that found none gives nulls). */
+function isChannel(row: Partial<ChannelRow>): row is ChannelRow {
+  return typeof row.id === 'string';
+}
