@@ -85,27 +85,22 @@ export const webchatRepo = {
   },
 
   /**
-   * Counts one message in the session's current minute (a fixed window, shared by every node) and marks the
-   * session used. Answers the count in the window and when the window started.
+   * Counts one message in the session's current minute (a fixed window, shared by every node), marks the session
+   * used and takes the visitor's stream lock for the rest of the transaction (webchat_lock_visitor:
+   * src/channels/sql/webchat_lock_visitor.sql), after the session row's lock: a visitor's message is the one writer
+   * that takes both, always in this order. Answers the count in the window and when the window started; undefined
+   * when the session is gone (nothing locked).
    */
-  async countMessage(db: Queryable, visitorId: string, now: Date): Promise<{ count: number; windowStart: Date }> {
+  async countMessageAndLock(db: Queryable, visitorId: string, now: Date): Promise<{ count: number; windowStart: Date } | undefined> {
     const rows = await db.query<{ rate_count: number; rate_window_start: Date }>(
       `UPDATE webchat_sessions
        SET rate_count = CASE WHEN rate_window_start > $3 THEN rate_count + 1 ELSE 1 END,
            rate_window_start = CASE WHEN rate_window_start > $3 THEN rate_window_start ELSE $2 END,
            last_seen_at = $2
-       WHERE id = $1 RETURNING rate_count, rate_window_start`,
+       WHERE id = $1 RETURNING rate_count, rate_window_start, webchat_lock_visitor(id)::text AS locked`,
       [visitorId, now, new Date(now.getTime() - RATE_WINDOW_MS)],
     );
-    return { count: rows[0]?.rate_count ?? 0, windowStart: rows[0]?.rate_window_start ?? now };
-  },
-
-  /**
-   * Serialises the writers of one visitor's stream for the rest of the transaction, so its event ids commit in
-   * the order they were given (a reader resuming after an id never skips one committed later).
-   */
-  async lockVisitor(db: Queryable, visitorId: string): Promise<void> {
-    await db.query(`SELECT webchat_lock_visitor($1)`, [visitorId]);
+    return rows[0] ? { count: rows[0].rate_count, windowStart: rows[0].rate_window_start } : undefined;
   },
 
   /**
@@ -126,7 +121,7 @@ export const webchatRepo = {
 
   /**
    * A visitor's own message on its stream, in one statement with the session's link to the conversation (kept to
-   * the conversation the message went to). Under the visitor's lock (lockVisitor).
+   * the conversation the message went to). Under the visitor's lock (countMessageAndLock).
    */
   async insertVisitorMessage(db: Queryable, row: { tenantId: string; widgetId: string; visitorId: string; conversationId: string; data: Record<string, unknown>; now: Date }): Promise<string> {
     const rows = await db.query<{ id: string }>(
@@ -148,7 +143,7 @@ export const webchatRepo = {
 
   /**
    * The hub's read: events after `after`, and the ids it still waits for (seen missing, maybe committing late), each
-   * with the id of its visitor's event before it (`prev_id`, committed before it: see lockVisitor), so that a stream
+   * with the id of its visitor's event before it (`prev_id`, committed before it: see webchat_lock_visitor), so that a stream
    * that has written up to that id can write the event as it is, without reading its own rows again.
    */
   async newSince(db: Queryable, after: string, waiting: readonly string[], limit: number): Promise<HubEventRow[]> {

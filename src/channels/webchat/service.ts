@@ -140,8 +140,8 @@ export class WebchatService {
     const messageId = newId('wcm', 24);
     // The count and the message commit together; a refused message commits its count alone.
     const written = await this.db.transaction(async (tx) => {
-      await webchatRepo.lockVisitor(tx, session.id);
-      const rate = await webchatRepo.countMessage(tx, session.id, now);
+      const rate = await webchatRepo.countMessageAndLock(tx, session.id, now);
+      if (!rate) throw new DomainError('M2M_AUTH_INVALID_CREDENTIALS', 'the session token is invalid or expired; start a new session');
       if (rate.count > this.ratePerMinute) {
         return { retryAfterSeconds: Math.max(1, Math.ceil((rate.windowStart.getTime() + 60_000 - now.getTime()) / 1000)) };
       }
