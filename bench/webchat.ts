@@ -242,7 +242,7 @@ export async function runWebchat(db: DbKind, postgresUrl: string | undefined, pl
     const done = await Promise.race([Promise.all(replies).then(() => true), sleep(120_000).then(() => false)]);
     const cpuPct = cpu.stop();
     const commitsAfter = db === 'postgres' ? await pgCommits(pgUrl) : undefined;
-    if (!done) throw new Error('replies did not all arrive within 120 s');
+    if (!done) throw new Error(`replies did not all arrive within 120 s: ${traces.slice(0, total).filter((t) => t.shown !== undefined).length} of ${total} shown`);
 
     const measured = traces.slice(0, total);
     const reply = summarise(measured.map((t) => t.shown! - t.start!));

@@ -88,9 +88,9 @@ export interface AutoReplyOptions {
   handled?: HandledEvents;
   /** Where accepted events wait; default: in memory. */
   accepted?: AcceptedEvents | Map<string, AcceptedEvent>;
-  /** How many accepted events are handled at once. Default 32. */
+  /** How many accepted events are handled at once. Default 64 (what the sender keeps in flight per host by default). */
   concurrency?: number;
-  /** How many events may be accepted and not yet handled; beyond it deliveries get 503. Default 1,000. */
+  /** How many events may be accepted and not yet handled; beyond it deliveries get 503. Default 10,000. */
   maxPending?: number;
   /** Default RETRY_DELAYS_MS. */
   retryDelaysMs?: readonly number[];
@@ -225,8 +225,8 @@ export function createAutoReplier(options: AutoReplyOptions): AutoReplier {
     accepted instanceof Map
       ? { add: (event) => void accepted.set(event.eventId, event), remove: (eventId) => void accepted.delete(eventId), pending: () => accepted.values() }
       : accepted;
-  const concurrency = options.concurrency ?? 32;
-  const maxPending = options.maxPending ?? 1000;
+  const concurrency = options.concurrency ?? 64;
+  const maxPending = options.maxPending ?? 10_000;
   const retryDelaysMs = options.retryDelaysMs ?? RETRY_DELAYS_MS;
   const report = options.onOutcome ?? ((outcome: Outcome) => console.log(JSON.stringify(outcome)));
 
