@@ -9,7 +9,8 @@
  * follow the visitor's POST (the webhook may arrive before the 201 does), each later link follows the one above it:
  *   POST answered     visitor POST /webchat/v1/messages → its 201
  *   webhook arrived   visitor POST → message.created at the example's receiver (commit, the dispatcher's claim, request)
- *   message read      → the example's GET of the message answered
+ *   message read      → the example's GET of the message answered (the example acknowledges the delivery at once
+ *                       and handles accepted events a bounded number at a time: its wait for a turn counts here)
  *   composed          → the example's knowledge search answered (its reply text ready)
  *   reply answered    → POST …/messages (the reply) answered: the reply and its send job committed
  *   sent              → the webchat provider wrote the reply to the visitor's stream (the event's createdAt)
@@ -241,7 +242,7 @@ export async function runWebchat(db: DbKind, postgresUrl: string | undefined, pl
     const done = await Promise.race([Promise.all(replies).then(() => true), sleep(120_000).then(() => false)]);
     const cpuPct = cpu.stop();
     const commitsAfter = db === 'postgres' ? await pgCommits(pgUrl) : undefined;
-    if (!done) throw new Error('replies did not all arrive within 120 s');
+    if (!done) throw new Error(`replies did not all arrive within 120 s: ${traces.slice(0, total).filter((t) => t.shown !== undefined).length} of ${total} shown`);
 
     const measured = traces.slice(0, total);
     const reply = summarise(measured.map((t) => t.shown! - t.start!));

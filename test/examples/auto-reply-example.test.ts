@@ -73,7 +73,8 @@ test('one inbound message gets exactly one reply; redeliveries and its own outbo
     replica.closeAllConnections();
     await new Promise<void>((resolve) => replica.close(() => resolve()));
   }
-  const again = outcomes.at(-1);
+  // It acknowledged at once; its answer follows.
+  const again = await eventually(async () => (outcomes.length === 4 ? outcomes.at(-1) : undefined), 15_000, 'the replica\'s outcome');
   assert.equal(again?.action, 'replied');
   assert.equal(again?.action === 'replied' && again.replyId, replied.action === 'replied' && replied.replyId, 'the replayed answer');
   assert.equal((await outbound(guest.conversationId)).length, 1);
@@ -87,4 +88,62 @@ test('one inbound message gets exactly one reply; redeliveries and its own outbo
   const ignored = outcomes.find((o) => o.action === 'ignored');
   const [row] = await app.runtime.services.db.query<{ body: string }>('SELECT body FROM webhook_events WHERE id = $1', [ignored!.eventId]);
   assert.equal(JSON.parse(row.body).data.direction, 'outbound');
+});
+
+test('it acknowledges before replying, retries a failure after acknowledging, and refuses when full so the sender keeps the event', async () => {
+  const first = await inbound(app, world.tenantId, world.channelId, { name: 'Bo', phone: '+525540000002' }, 'Late check-out?');
+  const second = await inbound(app, world.tenantId, world.channelId, { name: 'Cy', phone: '+525540000003' }, 'Parking?');
+  const [one, two] = await Promise.all(
+    [first, second].map((guest) => eventually(async () => outcomes.find((o) => o.action === 'replied' && o.messageId === guest.messageId), 15_000, 'the reply')),
+  );
+
+  // A replica whose answer waits on a gate and fails the first time, handling one event at a time and holding one.
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  let calls = 0;
+  const seen: Outcome[] = [];
+  const replica = createAutoReplier({
+    client: world.client,
+    secret: world.secret,
+    concurrency: 1,
+    maxPending: 1,
+    retryDelaysMs: [10],
+    compose: async (message) => {
+      calls += 1;
+      await gate;
+      if (calls === 1) throw new Error('the knowledge service is down');
+      return `Re: ${message.text}`;
+    },
+    onOutcome: (outcome) => seen.push(outcome),
+  });
+  await new Promise<void>((resolve) => replica.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(replica.address() as AddressInfo).port}/hook`;
+  try {
+    // Acknowledged while its answer is still waiting.
+    assert.equal(await redeliver(url, one.eventId), 200);
+    assert.equal(replica.pending(), 1);
+    assert.equal(seen.length, 0);
+    // Already accepted: a duplicate. Full: 503, so the sender keeps the second event and retries it.
+    assert.equal(await redeliver(url, one.eventId), 200);
+    assert.equal(seen.at(-1)?.action, 'duplicate');
+    assert.equal(await redeliver(url, two.eventId), 503);
+
+    // The first attempt fails after the 2xx: it is tried again and replies, with the event's key (one reply).
+    release();
+    assert.deepEqual(await replica.idle(15_000), []);
+    assert.equal(calls, 2);
+    const replied = seen.at(-1);
+    assert.equal(replied?.action, 'replied');
+    assert.equal(replied?.action === 'replied' && replied.replyId, one.action === 'replied' && one.replyId, 'the replayed answer');
+    assert.equal((await outbound(first.conversationId)).length, 1);
+
+    // With room again, the second event is accepted.
+    assert.equal(await redeliver(url, two.eventId), 200);
+    assert.deepEqual(await replica.idle(15_000), []);
+    assert.equal(seen.at(-1)?.action, 'replied');
+    assert.equal((await outbound(second.conversationId)).length, 1);
+  } finally {
+    replica.closeAllConnections();
+    await new Promise<void>((resolve) => replica.close(() => resolve()));
+  }
 });

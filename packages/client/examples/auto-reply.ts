@@ -7,12 +7,28 @@
  * Subscribe it to `message.created` with a key holding conversations:read; the client's key needs
  * conversations:write (and knowledge:read, reservations:read for the answers below). For each delivery it:
  *   1. verifies the signature over the RAW body before parsing anything;
- *   2. acts only on inbound `message.created` (its own replies arrive as outbound ones and are ignored, so
- *      it never answers itself);
- *   3. fetches the message (events carry ids, content is read through the API);
- *   4. replies with `Idempotency-Key` = the event id, so a redelivered event, a retry after a timeout or a
- *      second replica handling the same event all produce one reply (the API replays the first answer);
- *   5. stores the event id once handled, and answers 2xx only then (a 5xx makes the sender retry).
+ *   2. answers at once what needs no API call: an event already handled or already accepted (a duplicate), and
+ *      every event but an inbound `message.created` (its own replies arrive as outbound ones and are ignored, so it
+ *      never answers itself);
+ *   3. accepts an inbound message: adds it to the accepted events and answers 2xx straight away, without waiting
+ *      for the reply. The sender keeps a bounded number of requests in flight per destination host, so a receiver
+ *      that did its work inside the request would cap the events it gets per second at that number divided by the
+ *      time its work takes. With `maxPending` events accepted and not yet handled it answers 503 instead: the
+ *      event stays with the sender, which retries later;
+ *   4. handles accepted events, `concurrency` at a time: fetches the message (events carry ids, content is read
+ *      through the API), composes the answer and replies with `Idempotency-Key` = the event id, so a retry, a
+ *      redelivered event or a second replica handling the same event all produce one reply (the API replays the
+ *      first answer). A transient failure (the API unreachable, 429, 5xx) is tried again after each of
+ *      `retryDelaysMs`; an event it gives up on is logged and reported as `failed` with its id, never dropped
+ *      without a word (`GET /events/{eventId}` reads it again);
+ *   5. stores the event id once handled.
+ *
+ * What a crash loses: by default the accepted events wait in memory. If the process dies, those it acknowledged
+ * and had not yet handled are gone from it, and the sender, which counts them delivered, will not send them again
+ * (they stay readable in the catch-up feed, `GET /events`, for 30 days). In production pass `accepted` backed by
+ * durable storage: one row per event (the event id as primary key, its type and data) inserted before the 2xx,
+ * deleted once handled, and read back at start (`pending`); and `handled` as a unique index of event ids kept
+ * longer than the sender's ~35 h retry window.
  *
  * What it answers (`knowledgeReply`, the default): the passage of the business's knowledge that best answers the
  * guest's question (`POST /knowledge/search`) and its link, plus the guest's linked reservation (check-in date)
@@ -34,10 +50,31 @@ export interface HandledEvents {
   add(eventId: string): void | Promise<void>;
 }
 
+/** An inbound message event acknowledged to the sender and waiting to be handled. */
+export interface AcceptedEvent {
+  eventId: string;
+  type: string;
+  data: Record<string, unknown>;
+}
+
+/** Where accepted events wait until handled (see the top of this file for what an in-memory one loses). */
+export interface AcceptedEvents {
+  /** Before the delivery is acknowledged: a rejection answers 500 and the sender retries. */
+  add(event: AcceptedEvent): void | Promise<void>;
+  /** Once handled (replied, ignored or refused). */
+  remove(eventId: string): void | Promise<void>;
+  /** At start: the events accepted before and never handled (a restart), handled first. */
+  pending(): Iterable<AcceptedEvent> | Promise<Iterable<AcceptedEvent>>;
+}
+
+/** After a transient failure, how long an accepted event waits before each further attempt (milliseconds). */
+export const RETRY_DELAYS_MS: readonly number[] = [1_000, 5_000, 30_000, 120_000, 600_000];
+
 export type Outcome =
   | { eventId: string; action: 'replied'; conversationId: string; messageId: string; replyId: string; requestEventId: string }
   | { eventId: string; action: 'ignored' | 'duplicate' }
-  | { eventId: string; action: 'refused'; code: string; reason?: string };
+  | { eventId: string; action: 'refused'; code: string; reason?: string }
+  | { eventId: string; action: 'failed'; error: string };
 
 /** The reply to a guest's message; undefined sends none. */
 export type Compose = (message: Message) => string | undefined | Promise<string | undefined>;
@@ -49,6 +86,14 @@ export interface AutoReplyOptions {
   /** The reply to a guest's message; undefined sends none. Default: `knowledgeReply(client)`. */
   compose?: Compose;
   handled?: HandledEvents;
+  /** Where accepted events wait; default: in memory. */
+  accepted?: AcceptedEvents | Map<string, AcceptedEvent>;
+  /** How many accepted events are handled at once. Default 64 (what the sender keeps in flight per host by default). */
+  concurrency?: number;
+  /** How many events may be accepted and not yet handled; beyond it deliveries get 503. Default 10,000. */
+  maxPending?: number;
+  /** Default RETRY_DELAYS_MS. */
+  retryDelaysMs?: readonly number[];
   onOutcome?: (outcome: Outcome) => void;
 }
 
@@ -143,8 +188,8 @@ function readRawBody(req: http.IncomingMessage, limit = 1024 * 1024): Promise<Bu
   });
 }
 
-function answer(res: http.ServerResponse, status: number, body: Record<string, unknown>): void {
-  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+function answer(res: http.ServerResponse, status: number, body: Record<string, unknown>, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
 }
 
 function field(data: Record<string, unknown>, name: string): string | undefined {
@@ -152,16 +197,50 @@ function field(data: Record<string, unknown>, name: string): string | undefined 
   return typeof value === 'string' ? value : undefined;
 }
 
-export function createAutoReplier(options: AutoReplyOptions): http.Server {
+/** A failure worth trying again: the API busy or failing (429, 5xx, a reply with the same key still running) or unreachable. */
+function transient(error: unknown): boolean {
+  if (!(error instanceof ApiError)) return true;
+  return error.status === 429 || error.status >= 500 || error.code === 'M2M_IDEMPOTENCY_CONFLICT';
+}
+
+function describe(error: unknown): string {
+  if (error instanceof ApiError) return `${error.status} ${error.code}`;
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** The HTTP server, and what it has accepted and not yet handled. */
+export interface AutoReplier extends http.Server {
+  /** Events accepted and not yet handled (waiting, being handled or waiting to be retried). */
+  pending(): number;
+  /** Resolves once nothing is pending, or after `timeoutMs` with the event ids still pending. */
+  idle(timeoutMs?: number): Promise<string[]>;
+}
+
+export function createAutoReplier(options: AutoReplyOptions): AutoReplier {
   const { client, secret } = options;
   const compose = options.compose ?? knowledgeReply(client);
   const handled = options.handled ?? new Set<string>();
+  const accepted = options.accepted ?? new Map<string, AcceptedEvent>();
+  const store: AcceptedEvents =
+    accepted instanceof Map
+      ? { add: (event) => void accepted.set(event.eventId, event), remove: (eventId) => void accepted.delete(eventId), pending: () => accepted.values() }
+      : accepted;
+  const concurrency = options.concurrency ?? 64;
+  const maxPending = options.maxPending ?? 10_000;
+  const retryDelaysMs = options.retryDelaysMs ?? RETRY_DELAYS_MS;
   const report = options.onOutcome ?? ((outcome: Outcome) => console.log(JSON.stringify(outcome)));
 
-  async function handle(eventId: string, type: string, data: Record<string, unknown>): Promise<Outcome> {
+  /** Accepted and not yet handled, by event id: the attempts made so far. */
+  const pending = new Map<string, number>();
+  const queue: AcceptedEvent[] = [];
+  let running = 0;
+  const idleWaiters: Array<() => void> = [];
+
+  async function handle(event: AcceptedEvent): Promise<Outcome> {
+    const { eventId, data } = event;
     const conversationId = field(data, 'conversationId');
     const messageId = field(data, 'messageId');
-    if (type !== 'message.created' || data.direction !== 'inbound' || !conversationId || !messageId) return { eventId, action: 'ignored' };
+    if (!conversationId || !messageId) return { eventId, action: 'ignored' };
     const { message } = await client.conversations.messages.get({ conversationId, messageId });
     const text = await compose(message);
     if (text === undefined) return { eventId, action: 'ignored' };
@@ -178,27 +257,120 @@ export function createAutoReplier(options: AutoReplyOptions): http.Server {
     }
   }
 
-  return http.createServer(async (req, res) => {
+  function done(eventId: string): void {
+    pending.delete(eventId);
+    if (pending.size === 0) for (const wake of idleWaiters.splice(0)) wake();
+  }
+
+  /** Handles one accepted event; a transient failure puts it back in line after a delay, the Idempotency-Key keeping one reply. */
+  async function work(event: AcceptedEvent): Promise<void> {
+    const attempts = (pending.get(event.eventId) ?? 0) + 1;
+    pending.set(event.eventId, attempts);
+    let outcome: Outcome;
+    try {
+      outcome = await handle(event);
+      await handled.add(event.eventId);
+    } catch (error) {
+      const delay = retryDelaysMs[attempts - 1];
+      if (delay !== undefined && transient(error)) {
+        setTimeout(() => {
+          queue.push(event);
+          pump();
+        }, delay).unref();
+        return;
+      }
+      // Given up: said out loud, and left in the store of accepted events (a durable one hands it back at the next start).
+      console.error(`auto-reply: event ${event.eventId} not handled after ${attempts} attempt(s): ${describe(error)}`);
+      report({ eventId: event.eventId, action: 'failed', error: describe(error) });
+      done(event.eventId);
+      return;
+    }
+    await Promise.resolve(store.remove(event.eventId)).catch((error: unknown) => console.error(`auto-reply: event ${event.eventId} handled, not removed from the store: ${describe(error)}`));
+    report(outcome);
+    done(event.eventId);
+  }
+
+  function pump(): void {
+    while (running < concurrency) {
+      const event = queue.shift();
+      if (!event) return;
+      running += 1;
+      void work(event).finally(() => {
+        running -= 1;
+        pump();
+      });
+    }
+  }
+
+  function enqueue(event: AcceptedEvent): void {
+    if (!pending.has(event.eventId)) pending.set(event.eventId, 0);
+    queue.push(event);
+    pump();
+  }
+
+  // Events a durable store kept from before a restart go first.
+  void Promise.resolve(store.pending()).then(
+    (events) => {
+      for (const event of events) if (!pending.has(event.eventId)) enqueue(event);
+    },
+    (error: unknown) => console.error(`auto-reply: the accepted events could not be read back: ${describe(error)}`),
+  );
+
+  const server = http.createServer(async (req, res) => {
     try {
       const raw = await readRawBody(req);
       const header = req.headers[SIGNATURE_HEADER];
       const event = verifyWebhook(raw, Array.isArray(header) ? header.join(',') : header, secret);
-      if (await handled.has(event.eventId)) {
-        report({ eventId: event.eventId, action: 'duplicate' });
+      const { eventId, type, data } = event;
+      if (pending.has(eventId) || (await handled.has(eventId))) {
+        report({ eventId, action: 'duplicate' });
         answer(res, 200, { duplicate: true });
         return;
       }
-      const outcome = await handle(event.eventId, event.type, event.data);
-      await handled.add(event.eventId);
-      report(outcome);
-      answer(res, 200, { action: outcome.action });
+      // Its own replies (outbound) and other types need no API call: answered at once.
+      if (type !== 'message.created' || data.direction !== 'inbound' || !field(data, 'conversationId') || !field(data, 'messageId')) {
+        await handled.add(eventId);
+        report({ eventId, action: 'ignored' });
+        answer(res, 200, { action: 'ignored' });
+        return;
+      }
+      // Full: not accepted, so the sender keeps the event and tries again later.
+      if (pending.size >= maxPending) {
+        answer(res, 503, { error: 'busy' }, { 'retry-after': '5' });
+        return;
+      }
+      const accepted: AcceptedEvent = { eventId, type, data };
+      // Pending from here, so a concurrent redelivery of the same event is a duplicate.
+      pending.set(eventId, 0);
+      try {
+        await store.add(accepted);
+      } catch (error) {
+        done(eventId);
+        throw error;
+      }
+      enqueue(accepted);
+      answer(res, 200, { accepted: true });
     } catch (error) {
       if (error instanceof WebhookVerificationError) answer(res, 400, { error: error.reason });
       else {
-        console.error('auto-reply: event not handled, the sender will retry', error instanceof Error ? error.message : error);
-        answer(res, 500, { error: 'not_handled' });
+        console.error('auto-reply: event not accepted, the sender will retry', describe(error));
+        answer(res, 500, { error: 'not_accepted' });
       }
     }
+  });
+
+  return Object.assign(server, {
+    pending: () => pending.size,
+    idle(timeoutMs = 10_000): Promise<string[]> {
+      if (pending.size === 0) return Promise.resolve([]);
+      return new Promise<string[]>((resolve) => {
+        const timer = setTimeout(() => resolve([...pending.keys()]), timeoutMs);
+        idleWaiters.push(() => {
+          clearTimeout(timer);
+          resolve([]);
+        });
+      });
+    },
   });
 }
 
@@ -221,7 +393,14 @@ if (isMain()) {
   const client = new M2MClient({ apiKey, baseUrl: process.env.M2M_BASE_URL ?? 'http://127.0.0.1:8080/m2m/v1' });
   const server = createAutoReplier({ client, secret });
   server.listen(Number(process.env.PORT ?? 3000), process.env.HOST ?? '127.0.0.1', () => console.log('auto-reply listening', server.address()));
-  const stop = () => server.close(() => process.exit(0));
+  // Stops taking deliveries, then finishes what was accepted (or says which events it leaves unhandled).
+  const stop = () => {
+    server.close();
+    void server.idle(10_000).then((left) => {
+      if (left.length > 0) console.error(`auto-reply: stopping with ${left.length} accepted event(s) not handled: ${left.join(', ')}`);
+      process.exit(0);
+    });
+  };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
 }

@@ -1,4 +1,5 @@
 import type { Queryable } from '../../db/driver.js';
+import type { ChannelRow } from '../repo.js';
 
 /** The SQL of webchat (decisions 7.3): sessions, the visitors' event streams and the files sent to them. */
 
@@ -59,33 +60,47 @@ export const webchatRepo = {
     return rows[0];
   },
 
+  /**
+   * A session and the webchat channel of its widget (the channel its widget id names now, whatever it is), in one
+   * read: every visitor request authenticates with it.
+   */
+  async sessionWithChannel(db: Queryable, visitorId: string, widgetId: string): Promise<{ session: SessionRow; channel: ChannelRow | undefined } | undefined> {
+    const rows = await db.query<Partial<ChannelRow> & { s_id: string; s_tenant_id: string; s_channel_id: string; s_widget_id: string; s_name: string | null; s_conversation_id: string | null; s_created_at: Date; s_last_seen_at: Date }>(
+      `SELECT s.id AS s_id, s.tenant_id AS s_tenant_id, s.channel_id AS s_channel_id, s.widget_id AS s_widget_id, s.name AS s_name,
+         s.conversation_id AS s_conversation_id, s.created_at AS s_created_at, s.last_seen_at AS s_last_seen_at, c.*
+       FROM webchat_sessions s LEFT JOIN channels c ON c.provider = 'webchat' AND c.provider_ref = s.widget_id
+       WHERE s.id = $1 AND s.widget_id = $2`,
+      [visitorId, widgetId],
+    );
+    const row = rows[0];
+    if (!row) return undefined;
+    const { s_id, s_tenant_id, s_channel_id, s_widget_id, s_name, s_conversation_id, s_created_at, s_last_seen_at, ...channel } = row;
+    const session: SessionRow = { id: s_id, tenant_id: s_tenant_id, channel_id: s_channel_id, widget_id: s_widget_id, name: s_name, conversation_id: s_conversation_id, created_at: s_created_at, last_seen_at: s_last_seen_at };
+    return { session, channel: isChannel(channel) ? channel : undefined };
+  },
+
   /** Marks the session used; written at most once a minute per session so reads stay reads. */
   async touch(db: Queryable, visitorId: string, now: Date): Promise<void> {
     await db.query(`UPDATE webchat_sessions SET last_seen_at = $2 WHERE id = $1 AND last_seen_at < $3`, [visitorId, now, new Date(now.getTime() - 60_000)]);
   },
 
   /**
-   * Counts one message in the session's current minute (a fixed window, shared by every node) and marks the
-   * session used. Answers the count in the window and when the window started.
+   * Counts one message in the session's current minute (a fixed window, shared by every node), marks the session
+   * used and takes the visitor's stream lock for the rest of the transaction (webchat_lock_visitor:
+   * src/channels/sql/webchat_lock_visitor.sql), after the session row's lock: a visitor's message is the one writer
+   * that takes both, always in this order. Answers the count in the window and when the window started; undefined
+   * when the session is gone (nothing locked).
    */
-  async countMessage(db: Queryable, visitorId: string, now: Date): Promise<{ count: number; windowStart: Date }> {
+  async countMessageAndLock(db: Queryable, visitorId: string, now: Date): Promise<{ count: number; windowStart: Date } | undefined> {
     const rows = await db.query<{ rate_count: number; rate_window_start: Date }>(
       `UPDATE webchat_sessions
        SET rate_count = CASE WHEN rate_window_start > $3 THEN rate_count + 1 ELSE 1 END,
            rate_window_start = CASE WHEN rate_window_start > $3 THEN rate_window_start ELSE $2 END,
            last_seen_at = $2
-       WHERE id = $1 RETURNING rate_count, rate_window_start`,
+       WHERE id = $1 RETURNING rate_count, rate_window_start, webchat_lock_visitor(id)::text AS locked`,
       [visitorId, now, new Date(now.getTime() - RATE_WINDOW_MS)],
     );
-    return { count: rows[0]?.rate_count ?? 0, windowStart: rows[0]?.rate_window_start ?? now };
-  },
-
-  /**
-   * Serialises the writers of one visitor's stream for the rest of the transaction, so its event ids commit in
-   * the order they were given (a reader resuming after an id never skips one committed later).
-   */
-  async lockVisitor(db: Queryable, visitorId: string): Promise<void> {
-    await db.query(`SELECT webchat_lock_visitor($1)`, [visitorId]);
+    return rows[0] ? { count: rows[0].rate_count, windowStart: rows[0].rate_window_start } : undefined;
   },
 
   /**
@@ -106,7 +121,7 @@ export const webchatRepo = {
 
   /**
    * A visitor's own message on its stream, in one statement with the session's link to the conversation (kept to
-   * the conversation the message went to). Under the visitor's lock (lockVisitor).
+   * the conversation the message went to). Under the visitor's lock (countMessageAndLock).
    */
   async insertVisitorMessage(db: Queryable, row: { tenantId: string; widgetId: string; visitorId: string; conversationId: string; data: Record<string, unknown>; now: Date }): Promise<string> {
     const rows = await db.query<{ id: string }>(
@@ -128,7 +143,7 @@ export const webchatRepo = {
 
   /**
    * The hub's read: events after `after`, and the ids it still waits for (seen missing, maybe committing late), each
-   * with the id of its visitor's event before it (`prev_id`, committed before it: see lockVisitor), so that a stream
+   * with the id of its visitor's event before it (`prev_id`, committed before it: see webchat_lock_visitor), so that a stream
    * that has written up to that id can write the event as it is, without reading its own rows again.
    */
   async newSince(db: Queryable, after: string, waiting: readonly string[], limit: number): Promise<HubEventRow[]> {
@@ -201,3 +216,8 @@ export const webchatRepo = {
     return rows.length > 0;
   },
 };
+
+/** A joined channel is there when its key is (a LEFT JOIN that found none gives nulls). */
+function isChannel(row: Partial<ChannelRow>): row is ChannelRow {
+  return typeof row.id === 'string';
+}

@@ -43,15 +43,31 @@ function tokenOf(request: FastifyRequest): string | undefined {
  */
 export function webchatRoutes(service: WebchatService) {
   return async (app: FastifyInstance): Promise<void> => {
-    app.addHook('onRequest', async (request, reply) => {
-      if (request.url.startsWith(`${PREFIX}/widget.js`)) return;
+    const allowOrigin = (reply: FastifyReply, origin: string) => reply.header('access-control-allow-origin', origin).header('vary', 'Origin').headers(CORS_HEADERS);
+    const allowedAnywhere = async (request: FastifyRequest, reply: FastifyReply) => {
       const origin = originOf(request);
-      if (origin && (await service.originAllowedAnywhere(origin))) {
-        reply.header('access-control-allow-origin', origin).header('vary', 'Origin').headers(CORS_HEADERS);
+      if (origin && (await service.originAllowedAnywhere(origin))) allowOrigin(reply, origin);
+    };
+
+    app.addHook('onRequest', async (request, reply) => {
+      if (request.method === 'OPTIONS') await allowedAnywhere(request, reply);
+    });
+    // A visitor's request is answered for the origins of its own widget (set in `visitor`, which has checked the
+    // origin against them); an answer given before that (a new session, an error) as a preflight is.
+    app.addHook('onSend', async (request, reply, payload) => {
+      if (request.method !== 'OPTIONS' && !request.url.startsWith(`${PREFIX}/widget.js`) && !reply.hasHeader('access-control-allow-origin')) {
+        await allowedAnywhere(request, reply);
       }
+      return payload;
     });
 
-    const visitor = async (request: FastifyRequest) => service.authenticate(tokenOf(request), originOf(request));
+    const visitor = async (request: FastifyRequest, reply: FastifyReply, options: { originOptional?: boolean } = {}) => {
+      const origin = originOf(request);
+      const session = await service.authenticate(tokenOf(request), origin, options);
+      // authenticate refused any origin its widget does not allow.
+      if (origin) allowOrigin(reply, origin);
+      return session;
+    };
 
     app.options(`${PREFIX}/*`, { schema: { hide: true } }, async (request, reply) => {
       if (!reply.hasHeader('access-control-allow-origin')) {
@@ -71,7 +87,7 @@ export function webchatRoutes(service: WebchatService) {
     });
 
     app.post(`${PREFIX}/messages`, { schema: { hide: true, body: MessageBody, querystring: TokenQuery } }, async (request, reply: FastifyReply) => {
-      const session = await visitor(request);
+      const session = await visitor(request, reply);
       const result = await service.postMessage(session, (request.body as Static<typeof MessageBody>).text);
       if ('retryAfterSeconds' in result) {
         reply.header('retry-after', String(result.retryAfterSeconds));
@@ -80,20 +96,20 @@ export function webchatRoutes(service: WebchatService) {
       return reply.status(201).send({ messageId: result.messageId });
     });
 
-    app.get(`${PREFIX}/messages`, { schema: { hide: true, querystring: ListQuery } }, async (request) => {
-      const session = await visitor(request);
+    app.get(`${PREFIX}/messages`, { schema: { hide: true, querystring: ListQuery } }, async (request, reply) => {
+      const session = await visitor(request, reply);
       await service.touch(session);
       return { messages: await service.messages(session, (request.query as Static<typeof ListQuery>).after ?? '0') };
     });
 
     app.get(`${PREFIX}/stream`, { schema: { hide: true, querystring: ListQuery } }, async (request, reply) => {
-      const session = await visitor(request);
+      const session = await visitor(request, reply);
       await service.touch(session);
       await streamVisitor(service, session, (request.query as Static<typeof ListQuery>).after, request, reply);
     });
 
     app.get(`${PREFIX}/media/:mediaId`, { schema: { hide: true, params: MediaParams, querystring: TokenQuery } }, async (request, reply) => {
-      const session = await service.authenticate(tokenOf(request), originOf(request), { originOptional: true });
+      const session = await visitor(request, reply, { originOptional: true });
       const media = await service.media(session, (request.params as Static<typeof MediaParams>).mediaId);
       if (!media) throw new DomainError('M2M_NOT_FOUND', 'file not found');
       const safeName = media.filename.replace(/["\\\r\n]/g, '_');

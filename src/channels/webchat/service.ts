@@ -51,6 +51,8 @@ export function visitorMessage(row: WebchatEventRow): VisitorMessage {
  */
 export class WebchatService {
   private readonly tokenKey: Buffer;
+  /** When this process last moved each channel's last inbound time (see noteInbound). */
+  private readonly inboundNoted = new Map<string, number>();
   /** Wakes this process's open streams (src/channels/webchat/hub.ts). */
   readonly hub: WebchatHub;
 
@@ -98,15 +100,28 @@ export class WebchatService {
   async authenticate(token: string | undefined, origin: string | undefined, options: { originOptional?: boolean } = {}): Promise<VisitorSession> {
     if (!token) throw new DomainError('M2M_AUTH_MISSING_CREDENTIALS', 'a session token is required (Authorization: Bearer <sessionToken> or ?sessionToken=)');
     const claims = verifySessionToken(this.tokenKey, token);
-    const session = claims ? await webchatRepo.session(this.db, claims.visitorId, claims.widgetId) : undefined;
+    const found = claims ? await webchatRepo.sessionWithChannel(this.db, claims.visitorId, claims.widgetId) : undefined;
     const now = this.clock.now();
-    if (!session || now.getTime() - session.last_seen_at.getTime() > SESSION_IDLE_MS) {
+    if (!found || now.getTime() - found.session.last_seen_at.getTime() > SESSION_IDLE_MS) {
       throw new DomainError('M2M_AUTH_INVALID_CREDENTIALS', 'the session token is invalid or expired; start a new session');
     }
-    const channel = await this.widgetChannel(session.widget_id);
-    if (!channel || channel.id !== session.channel_id) throw new DomainError('M2M_AUTH_INVALID_CREDENTIALS', 'the session token is invalid or expired; start a new session');
+    const { session, channel } = found;
+    if (!channel || !channel.available || channel.id !== session.channel_id) {
+      throw new DomainError('M2M_AUTH_INVALID_CREDENTIALS', 'the session token is invalid or expired; start a new session');
+    }
     if (origin !== undefined || !options.originOptional) this.checkOrigin(channel, origin);
     return { session, channel };
+  }
+
+  /**
+   * The channel's last inbound time, which the statement moves at most once a second: not sent again while this
+   * process moved it less than a second ago (every visitor message of a widget would otherwise run it).
+   */
+  private async noteInbound(channelId: string, now: Date): Promise<void> {
+    const last = this.inboundNoted.get(channelId);
+    if (last !== undefined && now.getTime() - last < 1000 && now.getTime() >= last) return;
+    this.inboundNoted.set(channelId, now.getTime());
+    await channelRepo.noteInbound(this.db, [channelId], now);
   }
 
   async touch(visitor: VisitorSession): Promise<void> {
@@ -121,14 +136,15 @@ export class WebchatService {
     if (text.trim().length === 0) throw invalid('body.text', 'must not be empty');
     if (codePointLength(text) > MAX_TEXT) throw invalid('body.text', `must be at most ${MAX_TEXT} characters (Unicode code points)`);
     const now = this.clock.now();
-    const rate = await webchatRepo.countMessage(this.db, visitor.session.id, now);
-    if (rate.count > this.ratePerMinute) {
-      return { retryAfterSeconds: Math.max(1, Math.ceil((rate.windowStart.getTime() + 60_000 - now.getTime()) / 1000)) };
-    }
     const { session, channel } = visitor;
     const messageId = newId('wcm', 24);
+    // The count and the message commit together; a refused message commits its count alone.
     const written = await this.db.transaction(async (tx) => {
-      await webchatRepo.lockVisitor(tx, session.id);
+      const rate = await webchatRepo.countMessageAndLock(tx, session.id, now);
+      if (!rate) throw new DomainError('M2M_AUTH_INVALID_CREDENTIALS', 'the session token is invalid or expired; start a new session');
+      if (rate.count > this.ratePerMinute) {
+        return { retryAfterSeconds: Math.max(1, Math.ceil((rate.windowStart.getTime() + 60_000 - now.getTime()) / 1000)) };
+      }
       const result = await writeInbound(
         tx,
         channel,
@@ -141,7 +157,8 @@ export class WebchatService {
       tx.notify(WEBCHAT_CHANNEL);
       return result;
     });
-    await channelRepo.noteInbound(this.db, [channel.id], now);
+    if ('retryAfterSeconds' in written) return written;
+    await this.noteInbound(channel.id, now);
     return { messageId, conversationId: written.conversationId };
   }
 

@@ -16,7 +16,7 @@ function frame(row: WebchatEventRow): string {
 
 /**
  * A visitor's live stream. Each event's id is its row id in the visitor's stream; the rows of one visitor commit
- * in id order (src/channels/webchat/repo.ts, lockVisitor), so a client that reconnects with `Last-Event-ID` (or
+ * in id order (src/channels/sql/webchat_lock_visitor.sql), so a client that reconnects with `Last-Event-ID` (or
  * first connects with `?after=`, the last id it read from GET /messages) gets exactly what it has not seen.
  * Without either it starts at the newest event. Every node's commits reach it through the process's hub (one
  * LISTEN, one read per wake-up), which hands each stream its visitor's new rows: written as they are when they follow
