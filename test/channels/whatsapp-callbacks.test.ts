@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { eventually, startTestApp, type TestApp } from '../helpers/app.js';
-import { metaFixture, postCallback, startFakeGraph, whatsappImageMessage, whatsappStatus, whatsappTextMessage, type FakeGraph } from '../helpers/fake-graph.js';
+import { mergeEntries, metaFixture, postCallback, startFakeGraph, whatsappImageMessage, whatsappStatus, whatsappTextMessage, type FakeGraph } from '../helpers/fake-graph.js';
 
 // Meta's callbacks end to end: signed payloads built from Meta's documented examples are posted to the real
 // server over HTTP, stored, processed by the workers, and appear as messages and events. Sends go to the fake
@@ -302,9 +302,7 @@ describe('Meta callbacks: statuses', () => {
     const status = (id: string, s: 'sent' | 'delivered' | 'read' | 'failed', ts: number, errorCode?: number) =>
       whatsappStatus({ phoneNumberId: w.phoneNumberId, id, status: s, recipient: guests[0], timestamp: ts, ...(errorCode ? { errorCode, errorTitle: 'Re-engagement message' } : {}) });
     const parts = [status(a.wamid, 'delivered', now + 1), status(a.wamid, 'sent', now), status('wamid.NOT_OURS', 'read', now + 1), status(a.wamid, 'read', now + 2), status(b.wamid, 'failed', now, 131047), status(a.wamid, 'delivered', now + 3)];
-    const body = parts[0];
-    body.entry[0].changes[0].value.statuses = parts.flatMap((part) => part.entry[0].changes[0].value.statuses);
-    await post(body);
+    await post(mergeEntries(parts));
     await allProcessed();
 
     const outbound = async (send: (typeof sends)[number]) => (await messagesOf(w, send.conversationId)).find((m) => m.messageId === send.messageId);

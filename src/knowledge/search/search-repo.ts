@@ -118,8 +118,8 @@ ${name} AS (
  * holding every word of the question in one of the languages; on a large knowledge base (more than
  * VECTOR_SCAN_LIMIT chunks) then every word but one; then any of its words, at most ANY_WORD_LIMIT of them (a guest
  * writes a sentence, not a list of words every passage must hold); the q CTE writes each level's query, in the
- * statement itself (a SQL function is planned again on every call). Every word but one is for large knowledge bases only: there any word means tens of thousands of chunks of
- * which only an arbitrary few can be ranked, while a small one ranks them all, and a passage holding the question's
+ * statement itself (a SQL function is planned again on every call). Every word but one is for large knowledge bases
+ * only: there any word means tens of thousands of chunks of which only an arbitrary few can be ranked, while a small one ranks them all, and a passage holding the question's
  * one rare word then outranks those holding its common ones. The best candidates are ranked again by a BM25-like
  * sum over the question's lexemes of idf × ts_rank, the idf taken among those candidates, so that a rare word
  * of the question ("sauna") outweighs a common one ("time"). A question with no lexeme left in english or none
@@ -129,14 +129,14 @@ ${name} AS (
  * component reduced to its sign, from native bit operations on a few dozen bytes. The exact cosine of the real[]
  * vectors was measured and left out: a product of two arrays in SQL is a row per component, which made it the
  * largest cost of a search on a large knowledge base, and on the hotel questions hybrid ranking did no worse
- * without it (decisions in the helper's notes).
+ * without it (docs/decisions.md, "Search").
  * Fusion: keyword weight × coverage × keyword score over the best keyword score + vector weight × cosine (both
  * sides' strength counts, not only their order: a weak side moves little). Coverage is the share of the question's
  * idf weight (in whichever of the two languages the passage covers better) that the passage holds: it makes the
  * score absolute, so that a passage sharing only one common word with a question that is about something else
  * ("a good dentist nearby" → a page saying "nearby") scores low instead of 1 for being the best of a bad lot.
  * Reciprocal-rank fusion was measured and left out: it gives a weak side's order as much say as a strong
- * side's (decisions in the helper's notes; bench/search.ts).
+ * side's (docs/decisions.md, "Search"; bench/search.ts).
  * $2 query, $6 model, $7 the question's sketch, $8 its halves swapped, $9 its non-zero count, $10 keyword weight,
  * $11 vector weight, $12 limit.
  * One plan for every search: the code's constants are literals of the text, not parameters; the parameters that
