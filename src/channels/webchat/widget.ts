@@ -20,6 +20,8 @@ export const WIDGET_JS = String.raw`(function () {
   var lastEventId = '0';
   var lastOwnId = null;
   var source = null;
+  var creating = null;
+  var starting = null;
   var typingTimer = null;
   var opened = false;
 
@@ -155,12 +157,14 @@ export const WIDGET_JS = String.raw`(function () {
 
   function request(method, path, body) {
     var headers = { 'content-type': 'application/json' };
-    if (state) headers.authorization = 'Bearer ' + state.token;
+    var used = state;
+    if (used) headers.authorization = 'Bearer ' + used.token;
     return fetch(api + path, { method: method, headers: headers, body: body ? JSON.stringify(body) : undefined, mode: 'cors', credentials: 'omit' }).then(function (res) {
       return res.text().then(function (text) {
         var json = null;
         try { json = text ? JSON.parse(text) : null; } catch (e) { json = null; }
-        if (res.status === 401 && path !== '/sessions') forget();
+        // Only the session this call used is forgotten: a late refusal must not drop a newer session.
+        if (res.status === 401 && used && state === used) forget();
         if (!res.ok) { var error = new Error((json && json.error && json.error.message) || ('HTTP ' + res.status)); error.status = res.status; throw error; }
         return json;
       });
@@ -175,13 +179,18 @@ export const WIDGET_JS = String.raw`(function () {
     if (source) { source.close(); source = null; }
   }
 
+  // One session request and one start at a time: the page's load, the panel's opening and a send may all ask.
   function ensureSession() {
     if (state) return Promise.resolve(state);
-    return request('POST', '/sessions', { widgetId: widgetId }).then(function (created) {
-      state = { token: created.sessionToken, visitorId: created.visitorId };
-      save();
-      return state;
-    });
+    if (!creating) {
+      creating = request('POST', '/sessions', { widgetId: widgetId }).then(function (created) {
+        creating = null;
+        state = { token: created.sessionToken, visitorId: created.visitorId };
+        save();
+        return state;
+      }, function (error) { creating = null; throw error; });
+    }
+    return creating;
   }
 
   function history(after) {
@@ -208,9 +217,24 @@ export const WIDGET_JS = String.raw`(function () {
     };
   }
 
-  function start(retried) {
+  function start() {
+    if (!starting) {
+      starting = attempt(false).then(function () { starting = null; }, function (error) { starting = null; throw error; });
+    }
+    return starting;
+  }
+  function attempt(retried) {
     return ensureSession().then(function () { return history(lastEventId); }).then(connect).catch(function (error) {
-      if (error && error.status === 401 && !state && !retried) return start(true);
+      if (error && error.status === 401 && !retried) return attempt(true);
+      throw error;
+    });
+  }
+
+  function post(text, retried) {
+    return (source && state ? Promise.resolve() : start()).then(function () {
+      return request('POST', '/messages', { text: text });
+    }).catch(function (error) {
+      if (error && error.status === 401 && !retried) return post(text, true);
       throw error;
     });
   }
@@ -246,11 +270,7 @@ export const WIDGET_JS = String.raw`(function () {
     var text = input.value;
     if (!text.trim()) return;
     send.disabled = true;
-    ensureSession().then(function () {
-      if (!source) return start();
-    }).then(function () {
-      return request('POST', '/messages', { text: text });
-    }).then(function (sent) {
+    post(text, false).then(function (sent) {
       input.value = '';
       setStatus('');
       render({ messageId: sent.messageId, direction: 'inbound', type: 'text', text: text });
