@@ -19,7 +19,7 @@ export const callbackRepo = {
   /**
    * Stores verified callbacks and queues the processing job of each, in one statement committed on its own (one
    * round trip): each is stored exactly when it is queued, and the workers are notified (`jobsChannel`, the
-   * database's name of JOBS_CHANNEL) when it commits. The callbacks' ids, in order.
+   * database's name of the callback task's jobs channel) when it commits. The callbacks' ids, in order.
    */
   async store(db: Queryable, callbacks: ReadonlyArray<{ provider: string; object: string; body: string }>, now: Date, jobsChannel: string): Promise<string[]> {
     const ids = callbacks.map(() => newId('cb'));

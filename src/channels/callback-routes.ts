@@ -5,8 +5,8 @@ import type { Db } from '../db/driver.js';
 import { DomainError } from '../errors.js';
 import { isDatabaseUnavailable } from '../db/unavailable.js';
 import { GroupCommit } from '../util/group-commit.js';
-import { JOBS_CHANNEL } from '../jobs/queue.js';
-import { callbackRepo } from './callback-repo.js';
+import { jobsChannel } from '../jobs/queue.js';
+import { CALLBACK_TASK, callbackRepo } from './callback-repo.js';
 import { isMessagingEnvelope, isWhatsAppEnvelope } from './providers/meta/payload-schemas.js';
 import { verifyMetaSignature } from './providers/meta/signature.js';
 
@@ -35,11 +35,12 @@ export function metaCallbackRoutes(config: Config, db: Db, clock: Clock) {
   // Callbacks arriving together are stored by one statement committed on its own (a burst of Meta's retries or a busy
   // number's traffic costs one round trip and one commit per group, not per callback); each is answered once its
   // group committed.
-  const jobsChannel = db.notifyName(JOBS_CHANNEL);
+  const wakeChannel = jobsChannel(CALLBACK_TASK);
+  const notifyName = db.notifyName(wakeChannel);
   const stores = new GroupCommit<{ provider: string; object: string; body: string }, string>(
     async (callbacks) => {
-      const ids = await callbackRepo.store(db, callbacks, clock.now(), jobsChannel);
-      db.wake(JOBS_CHANNEL);
+      const ids = await callbackRepo.store(db, callbacks, clock.now(), notifyName);
+      db.wake(wakeChannel);
       return ids;
     },
     { ...STORE_GROUP, retryAlone: (error) => !isDatabaseUnavailable(error) },

@@ -2,7 +2,13 @@ import type { Tx } from '../db/driver.js';
 import { jobRepo } from './job-repo.js';
 import type { PayloadOf } from './tasks.js';
 
-export const JOBS_CHANNEL = 'jobs';
+/**
+ * The wake-up channel of one task's jobs: a worker listens on the channels of the tasks it runs and wakes only the
+ * loop that claims that task, so a queued send does not make every loop of every worker look for work.
+ */
+export function jobsChannel(task: string): string {
+  return `jobs.${task}`;
+}
 
 interface EnqueueCommon<T extends string> {
   task: T;
@@ -34,6 +40,6 @@ export async function enqueue<T extends string>(tx: Tx, now: Date, options: Enqu
     },
     now,
   );
-  if (id !== undefined) tx.notify(JOBS_CHANNEL);
+  if (id !== undefined) tx.notify(jobsChannel(options.task));
   return id;
 }

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { Db, Tx } from '../db/driver.js';
 import { jobRepo, type JobRow } from './job-repo.js';
-import { JOBS_CHANNEL } from './queue.js';
+import { jobsChannel } from './queue.js';
 import type { PayloadOf } from './tasks.js';
 import { WorkLoop, type Claimed } from './work-loop.js';
 
@@ -97,8 +97,10 @@ export class JobRunner {
   private readonly ownLoops: WorkLoop[] = [];
   private readonly pollIntervalMs: number;
   private readonly lanes: Readonly<Record<string, number>>;
+  /** The loop that claims each task: its own, or the shared one. */
+  private readonly loopOf = new Map<string, WorkLoop>();
   private readonly running = new Map<number, AbortController>();
-  private unlisten: (() => void) | undefined;
+  private unlisten: Array<() => void> = [];
 
   constructor(
     private readonly db: Db,
@@ -114,6 +116,7 @@ export class JobRunner {
       pollIntervalMs: options.pollIntervalMs,
       maxInFlight: options.concurrency ?? 8,
       claim: (limit) => this.claim(limit),
+      wakeOnFinish: 'when-behind',
       onError: (error) => this.log.error({ err: error }, 'job runner error'),
     });
   }
@@ -123,8 +126,11 @@ export class JobRunner {
     // The one place a stored payload meets its type: jobs rows are written only by enqueue(), typed by the same map.
     this.handlers.set(task, (job, ctx) => handler(job as unknown as ClaimedJob<T>, ctx));
     const slots = this.lanes[task];
-    if (slots !== undefined) {
-      this.ownLoops.push(
+    if (slots === undefined) {
+      this.loopOf.set(task, this.loop);
+    } else {
+      this.addLoop(
+        task,
         new WorkLoop({
           pollIntervalMs: this.pollIntervalMs,
           maxInFlight: slots,
@@ -132,11 +138,17 @@ export class JobRunner {
             const rows = await this.claimOf([task], limit);
             return { units: rows.map((row) => () => this.execute(row)), more: rows.length === limit };
           },
+          wakeOnFinish: 'when-behind',
           onError: (error) => this.log.error({ err: error, task }, 'job runner error'),
         }),
       );
     }
     return this;
+  }
+
+  private addLoop(task: string, loop: WorkLoop): void {
+    this.ownLoops.push(loop);
+    this.loopOf.set(task, loop);
   }
 
   /**
@@ -146,7 +158,8 @@ export class JobRunner {
   registerBatch<T extends string>(task: T, handler: BatchHandler<T>, maxJobs: number): this {
     // As in register: the one place a stored payload meets its type.
     const run = handler as unknown as BatchHandler;
-    this.ownLoops.push(
+    this.addLoop(
+      task,
       new WorkLoop({
         pollIntervalMs: this.pollIntervalMs,
         maxInFlight: 1,
@@ -155,6 +168,7 @@ export class JobRunner {
           const rows = await this.claimOf([task], maxJobs);
           return { units: rows.length > 0 ? [() => this.executeBatch(rows, run)] : [], more: rows.length === maxJobs };
         },
+        wakeOnFinish: 'when-behind',
         onError: (error) => this.log.error({ err: error, task }, 'job runner error'),
       }),
     );
@@ -166,17 +180,18 @@ export class JobRunner {
   }
 
   async start(): Promise<void> {
-    this.unlisten = await this.db.listen(JOBS_CHANNEL, () => this.wake());
+    for (const [task, loop] of this.loopOf) this.unlisten.push(await this.db.listen(jobsChannel(task), () => loop.wake()));
     for (const loop of this.loops) loop.start();
   }
 
+  /** Every loop looks for work now (tests, and after a change that makes waiting jobs due). */
   wake(): void {
     for (const loop of this.loops) loop.wake();
   }
 
   /** Stops claiming, lets running jobs finish for `graceMs`, then releases the leases of the rest. */
   async stop(graceMs = 10_000): Promise<void> {
-    this.unlisten?.();
+    for (const off of this.unlisten.splice(0)) off();
     const left = (await Promise.all(this.loops.map((loop) => loop.stop(graceMs)))).reduce((a, b) => a + b, 0);
     if (left > 0) {
       const ids = [...this.running.keys()];

@@ -11,6 +11,12 @@ export interface WorkLoopOptions {
    * work arriving in a steady trickle is claimed a batch at a time instead of one claim per wake-up.
    */
   batchWindowMs?: number;
+  /**
+   * Whether a finished unit makes the loop claim again: `always` (the default: work may have become claimable as the
+   * unit freed what it held, as a webhook host's slot), or `when-behind`, only when the last claim could not take
+   * everything due (new work announces itself with a wake-up).
+   */
+  wakeOnFinish?: 'always' | 'when-behind';
   /** Claims up to `limit` units of work and returns a runner for each. */
   claim: (limit: number) => Promise<Claimed>;
   onError: (error: unknown) => void;
@@ -28,6 +34,8 @@ export class WorkLoop {
   private inFlight = 0;
   private whenIdle: (() => void) | undefined;
   private wakeRequested = false;
+  /** The last claim may have left work due (it was capped, or no slot was free). */
+  private behind = false;
   private wakeUp: (() => void) | undefined;
   private loopDone: Promise<void> | undefined;
 
@@ -69,6 +77,7 @@ export class WorkLoop {
     while (!this.stopped) {
       this.wakeRequested = false;
       const free = this.options.maxInFlight - this.inFlight;
+      if (free <= 0) this.behind = true;
       const startedAt = Date.now();
       let claimed = 0;
       let more = true;
@@ -77,6 +86,7 @@ export class WorkLoop {
           const result = await this.options.claim(free);
           claimed = result.units.length;
           more = result.more;
+          this.behind = more;
           for (const unit of result.units) this.track(unit);
         } catch (error) {
           this.options.onError(error);
@@ -100,7 +110,7 @@ export class WorkLoop {
       } finally {
         this.inFlight -= 1;
         if (this.inFlight === 0) this.whenIdle?.();
-        this.wake();
+        if (this.options.wakeOnFinish !== 'when-behind' || this.behind) this.wake();
       }
     })();
   }

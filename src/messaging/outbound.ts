@@ -1,7 +1,7 @@
 import type { Tx } from '../db/driver.js';
 import { preview } from '../conversations/inbox.js';
 import { newId } from '../ids.js';
-import { JOBS_CHANNEL } from '../jobs/queue.js';
+import { jobsChannel } from '../jobs/queue.js';
 import { WEBHOOKS_CHANNEL, eventRecord } from '../webhooks/events.js';
 import { outboundRepo, type OutboundMessage } from './outbound-repo.js';
 import type { TaskName } from '../jobs/tasks.js';
@@ -61,7 +61,7 @@ export class OutboundQueue {
   async queue(tx: Tx, now: Date, input: OutboundInput): Promise<QueuedSend> {
     const message = this.prepare(now, input);
     const { deliveries } = await outboundRepo.queue(tx, message);
-    tx.notify(JOBS_CHANNEL);
+    tx.notify(jobsChannel(SEND_TASK));
     if (deliveries > 0) tx.notify(WEBHOOKS_CHANNEL);
     return { replyId: message.message_id, requestEventId: message.request_id };
   }

@@ -1,5 +1,5 @@
 import type { Tx } from '../db/driver.js';
-import { enqueue, JOBS_CHANNEL } from '../jobs/queue.js';
+import { enqueue } from '../jobs/queue.js';
 import type { TaskName } from '../jobs/tasks.js';
 
 export const RECEIPT_TASK = 'messaging.receipt' satisfies TaskName;
@@ -11,5 +11,4 @@ export const RECEIPT_TASK = 'messaging.receipt' satisfies TaskName;
  */
 export async function queueReceipt(tx: Tx, now: Date, tenantId: string, conversationId: string, typing: boolean): Promise<void> {
   await enqueue(tx, now, { task: RECEIPT_TASK, tenantId, payload: { conversationId, typing }, maxAttempts: 3 });
-  tx.notify(JOBS_CHANNEL);
 }

@@ -2,7 +2,6 @@ import type { Static } from 'typebox';
 import type { Clock } from '../clock.js';
 import type { Ctx } from '../context.js';
 import type { Db, Queryable } from '../db/driver.js';
-import { JOBS_CHANNEL } from '../jobs/queue.js';
 import { queueReceipt, RECEIPT_TASK } from './receipt-queue.js';
 import type { ClaimedJob, JobContext, JobRunner } from '../jobs/runner.js';
 import type { JobWorker } from '../jobs/worker.js';
@@ -59,7 +58,6 @@ export class TypingService {
       throw refusalError({ outcome: 'refused', refusal, windowHours: rules.hours, lastInboundAt: rules.last_inbound_at, windowClosedAt: rules.closed_at }, rules.channel_kind);
     }
     await this.db.transaction((tx) => queueReceipt(tx, now, tenantId, conversationId, true));
-    this.db.wake(JOBS_CHANNEL);
     return { conversationId, queued: true as const };
   }
 }

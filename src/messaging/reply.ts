@@ -15,10 +15,10 @@ import { isDatabaseUnavailable } from '../db/unavailable.js';
 import { DomainError, conflict, invalid, notFound } from '../errors.js';
 import { idempotencyRepo } from '../platform/idempotency-repo.js';
 import { answerTaken, keyLifetime, requestHash, type IdempotencyKeyUse, type StoredResponse } from '../platform/idempotency.js';
-import { JOBS_CHANNEL } from '../jobs/queue.js';
+import { jobsChannel } from '../jobs/queue.js';
 import { GroupCommit } from '../util/group-commit.js';
 import { WEBHOOKS_CHANNEL } from '../webhooks/events.js';
-import type { OutboundKind, OutboundQueue } from './outbound.js';
+import { SEND_TASK, type OutboundKind, type OutboundQueue } from './outbound.js';
 import { outboundRepo, type OutboundMessage, type ReplyClaim, type ReplyOutcome } from './outbound-repo.js';
 
 type ReplyInput = Static<typeof ConversationParams> & Static<typeof ReplyBody> & { idempotency: IdempotencyKeyUse };
@@ -45,7 +45,7 @@ export class ReplyService {
     private readonly blobs: BlobStore,
   ) {
     this.channels = new ConversationChannels(db, REMEMBERED_CONVERSATIONS);
-    const wake = { jobs: db.notifyName(JOBS_CHANNEL), webhooks: db.notifyName(WEBHOOKS_CHANNEL) };
+    const wake = { jobs: db.notifyName(jobsChannel(SEND_TASK)), webhooks: db.notifyName(WEBHOOKS_CHANNEL) };
     this.writes = new GroupCommit((claims) => outboundRepo.replies(db, claims, wake), {
       ...REPLY_GROUP,
       retryAlone: (error) => !isDatabaseUnavailable(error),
@@ -144,7 +144,7 @@ export class ReplyService {
     });
     switch (result.outcome) {
       case 'queued':
-        this.db.wake(JOBS_CHANNEL);
+        this.db.wake(jobsChannel(SEND_TASK));
         if (result.deliveries > 0) this.db.wake(WEBHOOKS_CHANNEL);
         return { answer: { status: 202, body: accepted, replayed: false }, fresh: true };
       case 'taken':

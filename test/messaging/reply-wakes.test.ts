@@ -1,7 +1,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { openDb, type Db } from '../../src/db/driver.js';
-import { JOBS_CHANNEL } from '../../src/jobs/queue.js';
+import { jobsChannel } from '../../src/jobs/queue.js';
+import { SEND_TASK } from '../../src/messaging/outbound.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { inbound } from '../helpers/inbox.js';
 
@@ -31,7 +32,7 @@ test('a reply wakes the send workers of another node', { skip: url ? false : 'Po
 
   let woke!: () => void;
   const woken = new Promise<void>((resolve) => (woke = resolve));
-  await node.listen(JOBS_CHANNEL, () => woke());
+  await node.listen(jobsChannel(SEND_TASK), () => woke());
   const res = await app.api(tenant.key, 'POST', `/conversations/${conversationId}/messages`, { text: 'Hello' }, { 'idempotency-key': 'wake' });
   assert.equal(res.statusCode, 202, res.body);
   await Promise.race([woken, new Promise((_, reject) => setTimeout(() => reject(new Error('the other node was not woken within 5 s')), 5_000))]);

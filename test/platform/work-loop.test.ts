@@ -55,3 +55,34 @@ test('finished work wakes the loop', async () => {
   await eventually(async () => claims() === 2 && workLoop.running === 0, 5_000, 'a claim after the unit finished');
   await workLoop.stop(1_000);
 });
+
+for (const behind of [false, true]) {
+  test(`when-behind: a finished unit claims again ${behind ? 'after a capped claim' : 'never when the claim took everything due'}`, async () => {
+    let gate: () => void = () => undefined;
+    const finished = new Promise<void>((resolve) => (gate = resolve));
+    let claims = 0;
+    const workLoop = new WorkLoop({
+      pollIntervalMs: 60_000,
+      maxInFlight: 10,
+      wakeOnFinish: 'when-behind',
+      claim: async () => {
+        claims += 1;
+        return claims === 1 ? { units: [() => finished, () => finished], more: behind } : { units: [], more: false };
+      },
+      onError: (error) => assert.fail(String(error)),
+    });
+    workLoop.start();
+    await eventually(async () => claims === 1 && workLoop.running === 2, 5_000, 'two units running');
+    gate();
+    await eventually(async () => workLoop.running === 0, 5_000, 'the units finished');
+    if (behind) {
+      await eventually(async () => claims === 2, 5_000, 'a claim after the units finished');
+    } else {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.equal(claims, 1, 'caught up: no claim after the units finished');
+      workLoop.wake();
+      await eventually(async () => claims === 2, 5_000, 'a wake-up still claims');
+    }
+    assert.equal(await workLoop.stop(1_000), 0);
+  });
+}
