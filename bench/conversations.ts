@@ -4,7 +4,7 @@
  * bare node:http server sending the same bytes as the first query.
  *
  * World: tenants, channels (WhatsApp + Instagram), an API key (`conversations:read`) and a few real inbound
- * messages through the admin API; then contacts, conversations (with the `search_text` the app would write)
+ * messages through the admin API; then contacts (with the `search_text` the app would write), conversations
  * and one message per conversation by direct SQL (`INSERT … SELECT generate_series`), then `VACUUM ANALYZE`
  * (what autovacuum would have done on a live system: statistics, visibility map, GIN pending list merged).
  * Then the route's two queries (page + inbox counts) run under `EXPLAIN (ANALYZE, BUFFERS)` on the seeded data,
@@ -123,16 +123,16 @@ const ROWS = `
 const id = (kind: string) => `$2 || '${kind}_' || lpad(g.i::text, 7, '0')`;
 
 const SEED = [
-  `INSERT INTO contacts (id, tenant_id, name, phone_e164, handle, consent, opted_out, created_at, updated_at)
-   SELECT ${id('ct')}, $1, g.name, g.phone, g.handle,
+  `INSERT INTO contacts (id, tenant_id, name, phone_e164, handle, search_text, consent, opted_out, created_at, updated_at)
+   SELECT ${id('ct')}, $1, g.name, g.phone, g.handle, concat_ws(' ', lower(g.name), regexp_replace(g.phone, '\\D', '', 'g'), lower(g.handle)),
           g.i % 2 = 0, g.i % 97 = 0, g.at - interval '2 days', g.at - interval '2 days'
    FROM (${ROWS}) g`,
   `INSERT INTO conversations (id, tenant_id, channel_id, channel_kind, contact_id, unread_count, needs_reply, needs_reply_reason,
-     needs_reply_detail, needs_reply_event_id, last_message_at, last_message_preview, search_text, contact_name, contact_phone, created_at, updated_at)
+     needs_reply_detail, needs_reply_event_id, last_message_at, last_message_preview, contact_name, contact_phone, created_at, updated_at)
    SELECT ${id('conv')}, $1, CASE WHEN g.phone IS NULL THEN $6 ELSE $5 END, CASE WHEN g.phone IS NULL THEN 'instagram' ELSE 'whatsapp' END,
           ${id('ct')}, CASE WHEN g.i % 3 = 0 THEN 1 + g.i % 4 ELSE 0 END, g.i % 4 = 0, CASE WHEN g.i % 4 = 0 THEN 'inbound_message' END,
           CASE WHEN g.i % 4 = 0 THEN g.preview END, CASE WHEN g.i % 4 = 0 THEN ${id('msg')} END, g.at, g.preview,
-          concat_ws(' ', lower(g.name), regexp_replace(g.phone, '\\D', '', 'g'), lower(g.handle)), g.name, g.phone, g.at - interval '2 days', g.at
+          g.name, g.phone, g.at - interval '2 days', g.at
    FROM (${ROWS}) g`,
   `INSERT INTO messages (id, tenant_id, conversation_id, direction, text, created_at)
    SELECT ${id('msg')}, $1, ${id('conv')}, 'inbound', g.preview, g.at FROM (${ROWS}) g`,
@@ -166,7 +166,7 @@ export async function seed(query: Query, tenants: Array<{ tenant: Tenant; count:
   // The SQL above must write what src/conversations/repo.ts searchText() writes: compare a sample (plus the
   // conversations the admin API created) before measuring anything.
   const sample = await query(
-    `SELECT c.search_text, c.contact_name, c.contact_phone, ct.name, ct.phone_e164, ct.handle FROM conversations c JOIN contacts ct ON ct.id = c.contact_id
+    `SELECT ct.search_text, c.contact_name, c.contact_phone, ct.name, ct.phone_e164, ct.handle FROM conversations c JOIN contacts ct ON ct.id = c.contact_id
      WHERE c.tenant_id = $1 AND (c.id NOT LIKE 'b%' OR c.id LIKE '%7777' OR c.id LIKE '%5' OR c.id LIKE '%0') LIMIT 400`,
     [tenants[0].tenant.tenantId],
   );

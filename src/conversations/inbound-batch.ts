@@ -121,15 +121,16 @@ async function resolveContacts(tx: Tx, items: readonly InboundBatchItem[], now: 
     if (raced.length > 0) for (const [key, row] of await findContacts(tx, raced.map(([, group]) => group))) known.set(key, row);
   }
 
-  const renamed: Array<ContactRow & { searchText: string }> = [];
+  const renamed: ContactRow[] = [];
   for (const [key, contact] of known) {
     const group = groups.get(key)!;
     const name = lastName(group) ?? contact.name;
     const handle = contact.handle ?? firstHandle(group) ?? null;
     if (name === contact.name && handle === contact.handle) continue;
     const updated = { ...contact, name, handle, updated_at: now };
+    updated.search_text = searchText(updated);
     known.set(key, updated);
-    renamed.push({ ...updated, searchText: searchText(updated) });
+    renamed.push(updated);
   }
   await inboundRepo.renameContacts(tx, renamed, now);
   return keys.map((key) => {
@@ -166,7 +167,7 @@ async function resolveConversations(tx: Tx, items: readonly InboundBatchItem[], 
   await lock([...pairs.values()]);
   const missing = [...pairs.entries()].filter(([key]) => !found.has(key)).map(([, pair]) => pair);
   if (missing.length > 0) {
-    const inserted = await inboundRepo.insertConversations(tx, missing.map((pair) => ({ ...pair, id: newId('conv'), searchText: searchText(pair.contact) })));
+    const inserted = await inboundRepo.insertConversations(tx, missing.map((pair) => ({ ...pair, id: newId('conv') })));
     for (const row of inserted) found.set(pairKey(row.channel_id, row.contact_id), row.id);
     // Created meanwhile by another transaction.
     const raced = missing.filter((pair) => !found.has(pairKey(pair.channelId, pair.contact.id)));

@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/driver.js';
-import type { ContactRow } from './repo.js';
+import { searchText, type ContactRow } from './repo.js';
 
 /** One inbound message as inbound_messages stores it (the type inbound_message, migration 0039). */
 export interface InboundMessageRow {
@@ -51,30 +51,31 @@ export const inboundRepo = {
   /** Inserts the contacts; those another transaction created meanwhile are left out of the rows returned. */
   insertContacts(db: Queryable, rows: ReadonlyArray<Pick<ContactRow, 'id' | 'tenant_id' | 'name' | 'phone_e164' | 'handle'>>, now: Date): Promise<ContactRow[]> {
     return db.query<ContactRow>(
-      `INSERT INTO contacts (id, tenant_id, name, phone_e164, handle, created_at, updated_at)
-       SELECT c.id, c.tenant_id, c.name, c.phone_e164, c.handle, $6, $6 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS c(id, tenant_id, name, phone_e164, handle)
+      `INSERT INTO contacts (id, tenant_id, name, phone_e164, handle, search_text, created_at, updated_at)
+       SELECT c.id, c.tenant_id, c.name, c.phone_e164, c.handle, c.search_text, $7, $7
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS c(id, tenant_id, name, phone_e164, handle, search_text)
        ORDER BY c.tenant_id, c.phone_e164, c.handle
        ON CONFLICT DO NOTHING RETURNING *`,
-      [rows.map((r) => r.id), rows.map((r) => r.tenant_id), rows.map((r) => r.name), rows.map((r) => r.phone_e164), rows.map((r) => r.handle), now],
+      [rows.map((r) => r.id), rows.map((r) => r.tenant_id), rows.map((r) => r.name), rows.map((r) => r.phone_e164), rows.map((r) => r.handle), rows.map(searchText), now],
     );
   },
 
   /**
-   * Sets the contacts' names and handles, and their conversations' copies (search text, name, phone), as
+   * Sets the contacts' names, handles and search text, and their conversations' copies (name, phone), as
    * conversationRepo.updateContact does for one.
    */
-  async renameContacts(db: Queryable, rows: ReadonlyArray<Pick<ContactRow, 'id' | 'tenant_id' | 'name' | 'handle'> & { searchText: string }>, now: Date): Promise<void> {
+  async renameContacts(db: Queryable, rows: ReadonlyArray<Pick<ContactRow, 'id' | 'tenant_id' | 'name' | 'handle' | 'search_text'>>, now: Date): Promise<void> {
     if (rows.length === 0) return;
     await db.query(
       `WITH p AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS p(id, tenant_id, name, handle, search_text)),
        changed AS (
-         UPDATE contacts c SET name = p.name, handle = p.handle, updated_at = $6 FROM p
+         UPDATE contacts c SET name = p.name, handle = p.handle, search_text = p.search_text, updated_at = $6 FROM p
          WHERE c.id = p.id AND c.tenant_id = p.tenant_id RETURNING c.id, c.tenant_id, c.name, c.phone_e164
        )
-       UPDATE conversations cv SET search_text = p.search_text, contact_name = changed.name, contact_phone = changed.phone_e164
-       FROM changed JOIN p ON p.id = changed.id
+       UPDATE conversations cv SET contact_name = changed.name, contact_phone = changed.phone_e164
+       FROM changed
        WHERE cv.contact_id = changed.id AND cv.tenant_id = changed.tenant_id`,
-      [rows.map((r) => r.id), rows.map((r) => r.tenant_id), rows.map((r) => r.name), rows.map((r) => r.handle), rows.map((r) => r.searchText), now],
+      [rows.map((r) => r.id), rows.map((r) => r.tenant_id), rows.map((r) => r.name), rows.map((r) => r.handle), rows.map((r) => r.search_text), now],
     );
   },
 
@@ -91,13 +92,13 @@ export const inboundRepo = {
   /** Inserts the conversations (as conversationRepo.insertConversation); those created meanwhile are left out of the rows returned. */
   insertConversations(
     db: Queryable,
-    rows: ReadonlyArray<{ id: string; tenantId: string; channelId: string; channelKind: string; contact: ContactRow; searchText: string; at: Date }>,
+    rows: ReadonlyArray<{ id: string; tenantId: string; channelId: string; channelKind: string; contact: ContactRow; at: Date }>,
   ): Promise<ConversationKey[]> {
     return db.query<ConversationKey>(
-      `INSERT INTO conversations (id, tenant_id, channel_id, channel_kind, contact_id, last_message_at, search_text, contact_name, contact_phone, created_at, updated_at)
-       SELECT p.id, p.tenant_id, p.channel_id, p.channel_kind, p.contact_id, p.at, p.search_text, p.contact_name, p.contact_phone, p.at, p.at
-       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::text[], $8::text[], $9::text[])
-         AS p(id, tenant_id, channel_id, channel_kind, contact_id, at, search_text, contact_name, contact_phone)
+      `INSERT INTO conversations (id, tenant_id, channel_id, channel_kind, contact_id, last_message_at, contact_name, contact_phone, created_at, updated_at)
+       SELECT p.id, p.tenant_id, p.channel_id, p.channel_kind, p.contact_id, p.at, p.contact_name, p.contact_phone, p.at, p.at
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::text[], $8::text[])
+         AS p(id, tenant_id, channel_id, channel_kind, contact_id, at, contact_name, contact_phone)
        ORDER BY p.id
        ON CONFLICT (channel_id, contact_id) DO NOTHING RETURNING id, channel_id, contact_id`,
       [
@@ -107,7 +108,6 @@ export const inboundRepo = {
         rows.map((r) => r.channelKind),
         rows.map((r) => r.contact.id),
         rows.map((r) => r.at.toISOString()),
-        rows.map((r) => r.searchText),
         rows.map((r) => r.contact.name),
         rows.map((r) => r.contact.phone_e164),
       ],

@@ -35,6 +35,8 @@ export interface ContactRow {
   consent_granted_at: Date | null;
   opted_out: boolean;
   opted_out_at: Date | null;
+  /** What a contact search matches: searchText() of the name, phone and handle. */
+  search_text: string;
   created_at: Date;
   updated_at: Date;
 }
@@ -100,9 +102,9 @@ export const conversationRepo = {
 
   async insertContact(db: Queryable, row: Pick<ContactRow, 'id' | 'tenant_id' | 'name' | 'phone_e164' | 'handle'> & { now: Date }): Promise<ContactRow> {
     const rows = await db.query<ContactRow>(
-      `INSERT INTO contacts (id, tenant_id, name, phone_e164, handle, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6)
+      `INSERT INTO contacts (id, tenant_id, name, phone_e164, handle, search_text, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
        ON CONFLICT DO NOTHING RETURNING *`,
-      [row.id, row.tenant_id, row.name, row.phone_e164, row.handle, row.now],
+      [row.id, row.tenant_id, row.name, row.phone_e164, row.handle, searchText(row), row.now],
     );
     return rows[0];
   },
@@ -141,15 +143,14 @@ export const conversationRepo = {
       ],
     );
     const contact = rows[0];
-    // The conversations' copies of the contact (search text, name, phone) follow a change of name or handle.
+    // The contact's search text and its conversations' copies (name, phone) follow a change of name or handle.
     if (contact && (patch.name !== undefined || patch.handle !== undefined)) {
-      await db.query('UPDATE conversations SET search_text = $2, contact_name = $3, contact_phone = $4 WHERE contact_id = $1 AND tenant_id = $5', [
-        contact.id,
-        searchText(contact),
-        contact.name,
-        contact.phone_e164,
-        tenantId,
-      ]);
+      contact.search_text = searchText(contact);
+      await db.query(
+        `WITH searched AS (UPDATE contacts SET search_text = $2 WHERE id = $1 AND tenant_id = $5)
+         UPDATE conversations SET contact_name = $3, contact_phone = $4 WHERE contact_id = $1 AND tenant_id = $5`,
+        [contact.id, contact.search_text, contact.name, contact.phone_e164, tenantId],
+      );
     }
     return contact;
   },
@@ -163,9 +164,9 @@ export const conversationRepo = {
     row: { id: string; tenantId: string; channelId: string; channelKind: string; contact: ContactRow; now: Date },
   ): Promise<ConversationRow> {
     const rows = await db.query<ConversationRow>(
-      `INSERT INTO conversations (id, tenant_id, channel_id, channel_kind, contact_id, last_message_at, search_text, contact_name, contact_phone, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $6, $6) ON CONFLICT (channel_id, contact_id) DO NOTHING RETURNING *`,
-      [row.id, row.tenantId, row.channelId, row.channelKind, row.contact.id, row.now, searchText(row.contact), row.contact.name, row.contact.phone_e164],
+      `INSERT INTO conversations (id, tenant_id, channel_id, channel_kind, contact_id, last_message_at, contact_name, contact_phone, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $6, $6) ON CONFLICT (channel_id, contact_id) DO NOTHING RETURNING *`,
+      [row.id, row.tenantId, row.channelId, row.channelKind, row.contact.id, row.now, row.contact.name, row.contact.phone_e164],
     );
     return rows[0];
   },

@@ -10,7 +10,7 @@ export interface ListFilter {
   tenantId: string;
   channel?: string;
   ownerOperatorId?: string;
-  /** LIKE patterns (already escaped) any of which must match search_text. */
+  /** LIKE patterns (already escaped) any of which must match the contact's search_text. */
   patterns: string[];
   /** "+" and digits: the contact's E.164 phone must start with it. */
   phonePrefix?: string;
@@ -18,7 +18,8 @@ export interface ListFilter {
 
 function filterSql(filter: ListFilter, params: unknown[]): string {
   params.push(filter.tenantId);
-  const where = [`c.tenant_id = $${params.length}`];
+  const tenant = `$${params.length}`;
+  const where = [`c.tenant_id = ${tenant}`];
   if (filter.channel) {
     params.push(filter.channel);
     where.push(`c.channel_kind = $${params.length}`);
@@ -30,9 +31,9 @@ function filterSql(filter: ListFilter, params: unknown[]): string {
   if (filter.patterns.length > 0) {
     const ors = filter.patterns.map((pattern) => {
       params.push(pattern);
-      return `c.search_text LIKE $${params.length}`;
+      return `k.search_text LIKE $${params.length}`;
     });
-    where.push(`(${ors.join(' OR ')})`);
+    where.push(`c.contact_id IN (SELECT k.id FROM contacts k WHERE k.tenant_id = ${tenant} AND (${ors.join(' OR ')}))`);
   }
   if (filter.phonePrefix) {
     params.push(`${filter.phonePrefix}%`);

@@ -56,9 +56,9 @@ describe('contact search agrees with a row-by-row search', () => {
   /** Every conversation of the tenant whose search text contains one of `fragments` (or whose phone starts with `prefix`), newest first. */
   async function expected(match: { fragments?: string[]; prefix?: string }, filter: { channel?: string; owner?: string }) {
     const rows = await app.runtime.services.db.query<{ id: string; search_text: string; contact_phone: string | null; unread_count: number; needs_reply: boolean }>(
-      `SELECT id, search_text, contact_phone, unread_count, needs_reply FROM conversations
-       WHERE tenant_id = $1 AND ($2::text IS NULL OR channel_kind = $2) AND ($3::text IS NULL OR owner_operator_id = $3)
-       ORDER BY last_message_at DESC, id DESC`,
+      `SELECT c.id, k.search_text, c.contact_phone, c.unread_count, c.needs_reply FROM conversations c JOIN contacts k ON k.id = c.contact_id
+       WHERE c.tenant_id = $1 AND ($2::text IS NULL OR c.channel_kind = $2) AND ($3::text IS NULL OR c.owner_operator_id = $3)
+       ORDER BY c.last_message_at DESC, c.id DESC`,
       [tenantId, filter.channel ?? null, filter.owner ?? null],
     );
     return rows.filter((r) => (match.prefix ? r.contact_phone?.startsWith(match.prefix) : match.fragments!.some((f) => r.search_text.includes(f))));

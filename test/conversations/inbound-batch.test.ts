@@ -70,11 +70,11 @@ async function snapshot(app: TestApp, tenantId: string) {
   const pid = new Map((await q<{ id: string; provider_message_id: string }>('SELECT id, provider_message_id FROM messages WHERE tenant_id = $1')).map((m) => [m.id, m.provider_message_id]));
   const contactKey = new Map((await q<{ id: string; phone_e164: string | null; handle: string | null }>('SELECT id, phone_e164, handle FROM contacts WHERE tenant_id = $1')).map((c) => [c.id, c.phone_e164 ?? c.handle]));
   return {
-    contacts: await q(`SELECT name, phone_e164, handle, created_at, updated_at FROM contacts WHERE tenant_id = $1 ORDER BY phone_e164 NULLS LAST, handle`),
+    contacts: await q(`SELECT name, phone_e164, handle, search_text, created_at, updated_at FROM contacts WHERE tenant_id = $1 ORDER BY phone_e164 NULLS LAST, handle`),
     conversations: (
       await q<Record<string, unknown> & { contact_id: string; needs_reply_event_id: string | null }>(
         `SELECT contact_id, unread_count, needs_reply, needs_reply_reason, needs_reply_detail, needs_reply_event_id, last_message_at, last_message_preview,
-                last_inbound_at, contact_name, contact_phone, search_text, created_at, updated_at
+                last_inbound_at, contact_name, contact_phone, created_at, updated_at
          FROM conversations WHERE tenant_id = $1`,
       )
     )

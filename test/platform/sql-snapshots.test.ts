@@ -9,7 +9,7 @@ import { sharedDatabase } from '../helpers/shared-db.js';
 
 // Every SQL variant the inbox list builds, kept as reviewed text: a change to a query shows up in the diff of
 // test/fixtures/sql-snapshots/inbox-list.sql. After a deliberate change, regenerate it:
-//   UPDATE_SQL_SNAPSHOTS=1 node --import tsx --test test/sql-snapshots.test.ts
+//   UPDATE_SQL_SNAPSHOTS=1 node --import tsx --test test/platform/sql-snapshots.test.ts
 const SNAPSHOT = fileURLToPath(new URL('../fixtures/sql-snapshots/inbox-list.sql', import.meta.url));
 
 const tenantId = 'ten_snapshot';
