@@ -52,9 +52,21 @@ function newPool(config: pg.ClientConfig, max: number): pg.Pool {
   return pool;
 }
 
+/** The server process behind a connection (node-postgres sets it at connect; its types do not declare it). */
+function backendPid(client: pg.PoolClient): number | undefined {
+  const pid: unknown = Reflect.get(client, 'processID');
+  return typeof pid === 'number' ? pid : undefined;
+}
+
 class PostgresDb implements Db {
   readonly kind = 'postgres' as const;
   private readonly signals = new LocalSignals();
+  /**
+   * The server processes of this pool's connections. A notification one of them sent was already delivered in this
+   * process when its statement committed (finishCommit, or the caller's wake): the listener skips it, so every
+   * commit wakes this process's loops once, not twice.
+   */
+  private readonly ownBackends = new Set<number>();
   private listener: pg.Client | undefined;
   private readonly listened = new Set<string>();
   private closing = false;
@@ -62,7 +74,16 @@ class PostgresDb implements Db {
     private readonly pool: pg.Pool,
     readonly schema: string,
     private readonly databaseUrl: string,
-  ) {}
+  ) {
+    pool.on('connect', (client) => {
+      const pid = backendPid(client);
+      if (pid !== undefined) this.ownBackends.add(pid);
+    });
+    pool.on('remove', (client) => {
+      const pid = backendPid(client);
+      if (pid !== undefined) this.ownBackends.delete(pid);
+    });
+  }
 
   async query<T>(sql: string, params?: readonly unknown[]): Promise<T[]> {
     const result = await this.pool.query(statement(sql, params));
@@ -126,6 +147,7 @@ class PostgresDb implements Db {
     this.listener = client;
     client.on('notification', (message) => {
       const prefix = `${this.schema}.`;
+      if (this.ownBackends.has(message.processId)) return;
       if (message.channel.startsWith(prefix)) this.signals.emit(message.channel.slice(prefix.length));
     });
     client.on('error', () => this.listenerLost(client));
@@ -174,6 +196,7 @@ class PostgresDb implements Db {
 /** The pooled node-postgres driver; the schema is created when missing. */
 export async function openPostgres(databaseUrl: string, schema: string, poolSize: number): Promise<Db> {
   const pool = newPool(connectionConfig(databaseUrl, schema), poolSize);
+  const db = new PostgresDb(pool, schema, databaseUrl);
   if (schema !== 'public') await pool.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
-  return new PostgresDb(pool, schema, databaseUrl);
+  return db;
 }
