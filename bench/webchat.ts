@@ -67,6 +67,8 @@ export interface WebchatResult {
   /** PostgreSQL transactions committed per visitor message during the run (the whole database: other users count too). */
   pgCommitsPerMessage?: number;
   cpuPct: Record<string, number>;
+  /** CPU time per visitor message: the server process, and PostgreSQL (the whole server: other users count too). */
+  cpuMsPerMessage: { server: number; postgres?: number };
 }
 
 /** Milliseconds on the wall clock (the server stamps events with Date; the bench times with the same clock). */
@@ -228,23 +230,37 @@ export async function runWebchat(db: DbKind, postgresUrl: string | undefined, pl
       const visitor = all[n % all.length];
       const trace: Trace = { start: wall() };
       traces[n] = trace;
-      replies.push(new Promise<void>((resolve) => visitor.waiting.push({ n, resolve })));
+      const pending: Pending = { n, resolve: () => undefined };
+      replies.push(new Promise<void>((resolve) => (pending.resolve = resolve)));
+      visitor.waiting.push(pending);
+      // A refused message gets no reply: it stops being awaited (and is counted).
+      const refuse = () => {
+        refused++;
+        visitor.waiting.splice(visitor.waiting.indexOf(pending), 1);
+        pending.resolve();
+      };
       void post(visitor, `Is breakfast included? (${n})`).then(
         async (res) => {
           trace['POST answered'] = wall();
-          if (res.status !== 201) refused++;
+          if (res.status !== 201) refuse();
           await res.arrayBuffer();
         },
-        () => void refused++,
+        refuse,
       );
     }
     const offeredRate = (total / (performance.now() - started)) * 1000;
     const done = await Promise.race([Promise.all(replies).then(() => true), sleep(120_000).then(() => false)]);
     const cpuPct = cpu.stop();
+    const cpuSeconds = (performance.now() - started) / 1000;
+    const perMessage = (pct: number) => round((pct / 100) * cpuSeconds * 1000 / total, 2);
     const commitsAfter = db === 'postgres' ? await pgCommits(pgUrl) : undefined;
-    if (!done) throw new Error(`replies did not all arrive within 120 s: ${traces.slice(0, total).filter((t) => t.shown !== undefined).length} of ${total} shown`);
+    if (!done) {
+      const missing = traces.slice(0, total).filter((t) => t.shown === undefined && t['POST answered'] !== undefined);
+      const reached = STAGES.map((stage) => `${stage} ${missing.filter((t) => t[stage] !== undefined).length}`).join(', ');
+      throw new Error(`replies did not all arrive within 120 s: ${total - refused - missing.length} of ${total - refused} shown; of the ${missing.length} missing, reached: ${reached}`);
+    }
 
-    const measured = traces.slice(0, total);
+    const measured = traces.slice(0, total).filter((t) => t.shown !== undefined);
     const reply = summarise(measured.map((t) => t.shown! - t.start!));
     const echo = summarise(measured.filter((t) => t.echo !== undefined).map((t) => t.echo! - t.start!));
     const stages = {} as WebchatResult['stages'];
@@ -271,6 +287,7 @@ export async function runWebchat(db: DbKind, postgresUrl: string | undefined, pl
       stages,
       ...(commitsBefore !== undefined && commitsAfter !== undefined ? { pgCommitsPerMessage: round((commitsAfter - commitsBefore) / total, 1) } : {}),
       cpuPct,
+      cpuMsPerMessage: { server: perMessage(cpuPct.server ?? 0), ...(cpuPct.postgres !== undefined ? { postgres: perMessage(cpuPct.postgres) } : {}) },
     };
   } finally {
     for (const v of all) v.controller.abort();
@@ -305,6 +322,7 @@ export function printWebchat(results: WebchatResult[]): void {
     ['message → own echo shown p50 / p99', ...col((r) => `${fmt(r.echoP50Ms)} / ${fmt(r.echoP99Ms)} ms`)],
     ...STAGES.map((stage) => [`  ${FROM[stage] === 'start' ? 'message' : FROM[stage]} → ${stage} p50 / p99`, ...col((r) => `${fmt(r.stages[stage].p50)} / ${fmt(r.stages[stage].p99)} ms`)]),
     ['PostgreSQL commits per message', ...col((r) => (r.pgCommitsPerMessage === undefined ? '—' : fmt(r.pgCommitsPerMessage, 1)))],
+    ['CPU ms per message server / pg', ...col((r) => `${fmt(r.cpuMsPerMessage.server, 2)} / ${r.cpuMsPerMessage.postgres === undefined ? '—' : fmt(r.cpuMsPerMessage.postgres, 2)}`)],
     ['CPU % server / bench / pg / other (machine)', ...col((r) => `${fmt(r.cpuPct.server)} / ${fmt(r.cpuPct.bench)} / ${fmt(r.cpuPct.postgres)} / ${fmt(r.cpuPct.other)} (${fmt(r.cpuPct.machine)} %)`)],
   ]);
 }
