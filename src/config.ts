@@ -225,8 +225,9 @@ function blobStore(env: Env): Config['blobStore'] {
 
 export function loadConfig(env: Env = process.env, argv: string[] = process.argv.slice(2)): Config {
   const schema = env.DATABASE_SCHEMA || undefined;
-  if (schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
-    throw new ConfigError('DATABASE_SCHEMA must be a lowercase SQL identifier');
+  // At most 30 characters: wake-up channels are named `<schema>.<channel>` within PostgreSQL's 63 bytes (src/jobs/queue.ts).
+  if (schema !== undefined && !/^[a-z_][a-z0-9_]{0,29}$/.test(schema)) {
+    throw new ConfigError('DATABASE_SCHEMA must be a lowercase SQL identifier of at most 30 characters');
   }
   return {
     role: role(argv),

@@ -10,6 +10,9 @@ export function jobsChannel(task: string): string {
   return `jobs.${task}`;
 }
 
+/** With a schema of at most 30 characters (src/config.ts), `<schema>.jobs.<task>` fits PostgreSQL's 63-byte names. */
+export const MAX_TASK_NAME = 27;
+
 interface EnqueueCommon<T extends string> {
   task: T;
   tenantId?: string;

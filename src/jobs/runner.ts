@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { Db, Tx } from '../db/driver.js';
 import { jobRepo, type JobRow } from './job-repo.js';
-import { jobsChannel } from './queue.js';
+import { MAX_TASK_NAME, jobsChannel } from './queue.js';
 import type { PayloadOf } from './tasks.js';
 import { WorkLoop, type Claimed } from './work-loop.js';
 
@@ -78,6 +78,10 @@ export interface RunnerOptions {
   lanes?: Readonly<Record<string, number>>;
 }
 
+function checkTaskName(task: string): void {
+  if (Buffer.byteLength(task) > MAX_TASK_NAME) throw new Error(`task name "${task}" is longer than ${MAX_TASK_NAME} bytes (its wake-up channel name would not fit)`);
+}
+
 /** Retry delay after the n-th failed attempt: exponential from 1 s, capped at 1 h, with ±20% jitter. */
 export function backoffMs(attempt: number): number {
   const base = Math.min(1000 * 2 ** (attempt - 1), 3_600_000);
@@ -123,6 +127,7 @@ export class JobRunner {
 
   /** Runs `task` with `handler`; the payload has the type `enqueue` wrote it with (src/jobs/tasks.ts). */
   register<T extends string>(task: T, handler: TaskHandler<T>): this {
+    checkTaskName(task);
     // The one place a stored payload meets its type: jobs rows are written only by enqueue(), typed by the same map.
     this.handlers.set(task, (job, ctx) => handler(job as unknown as ClaimedJob<T>, ctx));
     const slots = this.lanes[task];
@@ -156,6 +161,7 @@ export class JobRunner {
    * the jobs of other tasks (which keep their own slots).
    */
   registerBatch<T extends string>(task: T, handler: BatchHandler<T>, maxJobs: number): this {
+    checkTaskName(task);
     // As in register: the one place a stored payload meets its type.
     const run = handler as unknown as BatchHandler;
     this.addLoop(
