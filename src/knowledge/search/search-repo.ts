@@ -43,6 +43,8 @@ export interface SearchParams {
   kinds: readonly SourceKind[];
   /** The query's vector sketch, of the embedder whose chunks it is compared with; absent: no vector side. */
   vector?: { model: string; sketch: string; swapped: string; nonZero: number };
+  /** The tenant was lately counted with more than VECTOR_SCAN_LIMIT chunks (see LargeTenants): not counted again. */
+  knownLarge: boolean;
   weights: { keyword: number; vector: number };
   limit: number;
 }
@@ -56,6 +58,8 @@ export interface SearchRow {
   url: string | null;
   text: string;
   updated_at: Date;
+  /** Whether the tenant has more than VECTOR_SCAN_LIMIT chunks (true when knownLarge was). */
+  large: boolean;
 }
 
 /**
@@ -70,6 +74,7 @@ const GLOBAL_ONLY = '(SELECT $4::boolean)';
 const KINDS = '(SELECT $5::text[])::text[]';
 const MODEL = '(SELECT $6::text)';
 const LIMIT = '(SELECT $12::int)';
+const KNOWN_LARGE = '(SELECT $13::boolean)';
 
 /**
  * Which chunks a question may find, joined on `c` (anything with a chunk's source_id) and `s` (its source): active
@@ -138,7 +143,7 @@ ${name} AS (
  * Reciprocal-rank fusion was measured and left out: it gives a weak side's order as much say as a strong
  * side's (docs/decisions.md, "Search"; bench/search.ts).
  * $2 query, $6 model, $7 the question's sketch, $8 its halves swapped, $9 its non-zero count, $10 keyword weight,
- * $11 vector weight, $12 limit.
+ * $11 vector weight, $12 limit, $13 the tenant known to be large.
  * One plan for every search: the code's constants are literals of the text, not parameters; the parameters that
  * could steer the plan are read through sub-selects (TENANT, QUESTION, …), and the levels' queries from q, so no
  * estimate depends on the values (a folded question would be estimated from the full-text statistics, a folded
@@ -184,9 +189,11 @@ q AS (
     (SELECT string_agg(DISTINCT term, ' | ') FROM language_terms)::tsquery AS any_word
 ),
 few AS (
-  -- In the tenant index's order, so that the count stops at the limit whatever the tenant's size.
-  SELECT count(*) <= ${VECTOR_SCAN_LIMIT} AS yes
-  FROM (SELECT 1 FROM knowledge_chunks WHERE tenant_id = ${TENANT} ORDER BY tenant_id, source_id, seq LIMIT ${VECTOR_SCAN_LIMIT} + 1) AS x
+  -- Counted only when the caller does not know the tenant to be large ($13; CASE leaves the count unread then, and
+  -- so unrun), in the tenant index's order, so that the count stops at the limit whatever the tenant's size.
+  SELECT CASE WHEN ${KNOWN_LARGE} THEN false
+    ELSE (SELECT count(*) <= ${VECTOR_SCAN_LIMIT} FROM (SELECT 1 FROM knowledge_chunks WHERE tenant_id = ${TENANT} ORDER BY tenant_id, source_id, seq LIMIT ${VECTOR_SCAN_LIMIT} + 1) AS x)
+  END AS yes
 ),
 ${rankedLevel('every_level', 'every_word', 'every_word', 'true')}
 ${rankedLevel('but_one_level', 'but_one', 'any_word', `NOT (SELECT yes FROM few) AND (SELECT count(*) FROM every_level) < ${STRICT_ENOUGH}`)}
@@ -287,7 +294,8 @@ fused AS (
   ORDER BY score DESC, source_id, seq
   LIMIT ${LIMIT}
 )
-SELECT f.score, s.id AS source_id, s.kind, s.website_id, s.title, coalesce(s.canonical_url, s.url) AS url, c.text, s.updated_at
+SELECT f.score, s.id AS source_id, s.kind, s.website_id, s.title, coalesce(s.canonical_url, s.url) AS url, c.text, s.updated_at,
+  NOT (SELECT yes FROM few) AS large
 FROM fused f
 JOIN knowledge_chunks c ON c.source_id = f.source_id AND c.seq = f.seq
 JOIN knowledge_sources s ON s.id = c.source_id
@@ -308,6 +316,7 @@ export const searchRepo = {
       p.weights.keyword,
       p.vector ? p.weights.vector : 0,
       p.limit,
+      p.knownLarge,
     ]);
     return rows.map((row) => ({ ...row, score: Number(row.score) }));
   },
