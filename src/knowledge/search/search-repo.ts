@@ -165,7 +165,10 @@ language_terms AS (
   WHERE (SELECT count(DISTINCT cfg) FROM lexemes) = 2
 ),
 terms AS (
-  SELECT DISTINCT lexeme, term::tsquery AS tsq FROM language_terms
+  -- Each lexeme once, with the languages whose terms it is.
+  SELECT lexeme, term::tsquery AS tsq, bool_or(cfg = 'english') AS english, bool_or(cfg = 'spanish') AS spanish
+  FROM language_terms
+  GROUP BY lexeme, term
 ),
 numbered AS (
   SELECT cfg, term, row_number() OVER (PARTITION BY cfg ORDER BY term) AS i, count(*) OVER (PARTITION BY cfg) AS n
@@ -228,30 +231,23 @@ hits AS (
   FROM candidates c JOIN terms t ON c.search_vector @@ t.tsq
 ),
 rarity AS (
-  SELECT t.lexeme, ln(1 + ((SELECT count(*) FROM candidates) - count(h.seq) + 0.5) / (count(h.seq) + 0.5)) AS idf
+  SELECT t.lexeme, t.english, t.spanish, ln(1 + ((SELECT count(*) FROM candidates) - count(h.seq) + 0.5) / (count(h.seq) + 0.5)) AS idf
   FROM terms t LEFT JOIN hits h ON h.lexeme = t.lexeme
-  GROUP BY t.lexeme
+  GROUP BY t.lexeme, t.english, t.spanish
+),
+totals AS (
+  SELECT sum(idf) FILTER (WHERE english) AS english, sum(idf) FILTER (WHERE spanish) AS spanish FROM rarity
 ),
 keyword AS (
-  SELECT h.source_id, h.seq, sum(r.idf * h.rank) AS score
+  -- The score, and the coverage: the share of the question's idf weight the passage holds in whichever language it
+  -- covers better (a language of which it holds no term does not count).
+  SELECT h.source_id, h.seq, sum(r.idf * h.rank) AS score,
+    coalesce(greatest(sum(r.idf) FILTER (WHERE r.english) / nullif((SELECT english FROM totals), 0),
+                      sum(r.idf) FILTER (WHERE r.spanish) / nullif((SELECT spanish FROM totals), 0)), 0) AS coverage
   FROM hits h JOIN rarity r ON r.lexeme = h.lexeme
   GROUP BY h.source_id, h.seq
   ORDER BY score DESC, h.source_id, h.seq
   LIMIT ${SIDE_DEPTH}
-),
-totals AS (
-  SELECT t.cfg, sum(r.idf) AS total FROM language_terms t JOIN rarity r ON r.lexeme = t.lexeme GROUP BY t.cfg
-),
-covered AS (
-  SELECT k.source_id, k.seq, k.score, coalesce(max(x.matched / nullif(tot.total, 0)), 0) AS coverage
-  FROM keyword k
-  JOIN (
-    SELECT h.source_id, h.seq, t.cfg, sum(r.idf) AS matched
-    FROM hits h JOIN language_terms t ON t.lexeme = h.lexeme JOIN rarity r ON r.lexeme = h.lexeme
-    GROUP BY h.source_id, h.seq, t.cfg
-  ) AS x ON x.source_id = k.source_id AND x.seq = k.seq
-  JOIN totals tot ON tot.cfg = x.cfg
-  GROUP BY k.source_id, k.seq, k.score
 ),
 pool AS (
   -- A few chunks: all of them, read as the first VECTOR_SCAN_LIMIT of the tenant's (which are all there are). Bounded so in the
@@ -285,7 +281,7 @@ vector AS (
 fused AS (
   SELECT source_id, seq, sum(part) AS score
   FROM (
-    SELECT source_id, seq, $10::float8 * coverage * score / (SELECT max(score) FROM keyword) AS part FROM covered
+    SELECT source_id, seq, $10::float8 * coverage * score / (SELECT max(score) FROM keyword) AS part FROM keyword
     UNION ALL
     SELECT source_id, seq, $11::float8 * sim FROM vector
   ) AS sides
