@@ -17,6 +17,7 @@ import { openDb, type Db } from '../src/db/driver.js';
 import { migrate } from '../src/db/migrate.js';
 import { createRuntime, type Runtime } from '../src/runtime.js';
 import { LocalEmbedder } from '../src/knowledge/crawler/embedder.js';
+import { LargeTenants } from '../src/knowledge/search/large-tenants.js';
 import { searchKnowledge, type SearchMode } from '../src/knowledge/search/search.js';
 import { HOTEL_PAGES, hotelQuestions, startHotelSite } from '../test/fixtures/hotel-site/site.js';
 import { CpuMeter, fmt, log, printTable, round, sleep, type DbKind } from './lib.js';
@@ -243,7 +244,8 @@ async function load(postgresUrl: string, quick: boolean): Promise<NonNullable<Se
     await db.query('VACUUM ANALYZE knowledge_chunks');
     await db.query('ANALYZE');
     log(`  seeded ${totalChunks} chunks across ${others + 1} tenants`);
-    const deps = { db, embedder: new LocalEmbedder() };
+    // As KnowledgeService searches: with the tenants lately found large remembered across searches.
+    const deps = { db, embedder: new LocalEmbedder(), largeTenants: new LargeTenants() };
     const ctx = systemCtx('tn_search');
     const bare = `SELECT c.source_id, c.seq FROM knowledge_chunks c
       WHERE c.tenant_id = $1 AND c.search_vector @@ websearch_to_tsquery('english', $2)

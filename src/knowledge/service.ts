@@ -18,6 +18,7 @@ import { crawlRepo } from './crawler/crawl-repo.js';
 import { crawlJobView } from './crawler/view.js';
 import type { Embedder } from './crawler/embedder.js';
 import type { SearchBody } from './search/schema.js';
+import { LargeTenants } from './search/large-tenants.js';
 import { searchKnowledge } from './search/search.js';
 
 type CreateSourceInput = Static<typeof CreateSourceBody>;
@@ -36,6 +37,8 @@ const CONTENT_FIELD = { text: 'text', url: 'url', file: 'file' } as const;
 
 /** Knowledge sources and the inventory. Ingestion itself runs as a job (ingest.ts). */
 export class KnowledgeService {
+  private readonly largeTenants = new LargeTenants();
+
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
@@ -48,7 +51,7 @@ export class KnowledgeService {
 
   /** POST /knowledge/search: the passages that answer a question, best first (decisions 7.5). */
   async search(ctx: Ctx, input: Static<typeof SearchBody>) {
-    return searchKnowledge({ db: this.db, embedder: this.embedder }, ctx, input);
+    return searchKnowledge({ db: this.db, embedder: this.embedder, largeTenants: this.largeTenants }, ctx, input);
   }
 
   /** Creates a text, url or file source (inactive when `active` is false) and queues its ingestion in the same transaction. */

@@ -1,6 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { eventually, startTestApp, type TestApp } from '../helpers/app.js';
+import type { SourceKind } from '../../src/knowledge/repo.js';
 
 // POST /knowledge/search (decisions 7.5): hybrid full-text and vector ranking over the tenant's visible chunks,
 // each result citing its source. Visibility (active, property and global, source types) is read by the query
@@ -162,4 +163,26 @@ test('the MCP tool search_knowledge is declared from the catalogue', async () =>
   const res = await app.runtime.app.inject({ method: 'GET', url: '/m2m/v1/openapi.json' });
   const spec = res.json() as { paths: Record<string, Record<string, Record<string, unknown>>> };
   assert.equal(spec.paths['/knowledge/search']?.post?.['x-extension'], true);
+});
+
+test('a tenant is counted as small or large unless a search lately found it large', async () => {
+  const { searchRepo } = await import('../../src/knowledge/search/search-repo.js');
+  const { LargeTenants } = await import('../../src/knowledge/search/large-tenants.js');
+  const kinds: SourceKind[] = ['text', 'file', 'url', 'website_page'];
+  const params = { tenantId: tenant.tenantId, query: 'underground parking garage', propertyId: undefined, kinds, weights: { keyword: 1, vector: 0 }, limit: 5 };
+  const counted = await searchRepo.search(app.runtime.services.db, { ...params, knownLarge: false });
+  assert.equal(counted[0]?.source_id, ids.parking);
+  assert.equal(counted[0]?.large, false, 'four chunks: small');
+  const known = await searchRepo.search(app.runtime.services.db, { ...params, knownLarge: true });
+  assert.equal(known[0]?.source_id, ids.parking, 'searched as a large tenant: the same passage');
+  assert.equal(known[0]?.large, true);
+
+  const large = new LargeTenants(1000);
+  assert.equal(large.has('tn_a', 0), false);
+  large.record('tn_a', true, 0);
+  assert.equal(large.has('tn_a', 999), true);
+  assert.equal(large.has('tn_a', 1000), false, 'counted again once the time is up');
+  large.record('tn_a', true, 2000);
+  large.record('tn_a', false, 2500);
+  assert.equal(large.has('tn_a', 2600), false, 'a count that finds it small forgets it');
 });

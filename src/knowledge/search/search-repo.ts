@@ -43,6 +43,8 @@ export interface SearchParams {
   kinds: readonly SourceKind[];
   /** The query's vector sketch, of the embedder whose chunks it is compared with; absent: no vector side. */
   vector?: { model: string; sketch: string; swapped: string; nonZero: number };
+  /** The tenant was lately counted with more than VECTOR_SCAN_LIMIT chunks (see LargeTenants): not counted again. */
+  knownLarge: boolean;
   weights: { keyword: number; vector: number };
   limit: number;
 }
@@ -56,6 +58,8 @@ export interface SearchRow {
   url: string | null;
   text: string;
   updated_at: Date;
+  /** Whether the tenant has more than VECTOR_SCAN_LIMIT chunks (true when knownLarge was). */
+  large: boolean;
 }
 
 /**
@@ -70,6 +74,7 @@ const GLOBAL_ONLY = '(SELECT $4::boolean)';
 const KINDS = '(SELECT $5::text[])::text[]';
 const MODEL = '(SELECT $6::text)';
 const LIMIT = '(SELECT $12::int)';
+const KNOWN_LARGE = '(SELECT $13::boolean)';
 
 /**
  * Which chunks a question may find, joined on `c` (anything with a chunk's source_id) and `s` (its source): active
@@ -138,7 +143,7 @@ ${name} AS (
  * Reciprocal-rank fusion was measured and left out: it gives a weak side's order as much say as a strong
  * side's (docs/decisions.md, "Search"; bench/search.ts).
  * $2 query, $6 model, $7 the question's sketch, $8 its halves swapped, $9 its non-zero count, $10 keyword weight,
- * $11 vector weight, $12 limit.
+ * $11 vector weight, $12 limit, $13 the tenant known to be large.
  * One plan for every search: the code's constants are literals of the text, not parameters; the parameters that
  * could steer the plan are read through sub-selects (TENANT, QUESTION, …), and the levels' queries from q, so no
  * estimate depends on the values (a folded question would be estimated from the full-text statistics, a folded
@@ -160,7 +165,10 @@ language_terms AS (
   WHERE (SELECT count(DISTINCT cfg) FROM lexemes) = 2
 ),
 terms AS (
-  SELECT DISTINCT lexeme, term::tsquery AS tsq FROM language_terms
+  -- Each lexeme once, with the languages whose terms it is.
+  SELECT lexeme, term::tsquery AS tsq, bool_or(cfg = 'english') AS english, bool_or(cfg = 'spanish') AS spanish
+  FROM language_terms
+  GROUP BY lexeme, term
 ),
 numbered AS (
   SELECT cfg, term, row_number() OVER (PARTITION BY cfg ORDER BY term) AS i, count(*) OVER (PARTITION BY cfg) AS n
@@ -184,9 +192,11 @@ q AS (
     (SELECT string_agg(DISTINCT term, ' | ') FROM language_terms)::tsquery AS any_word
 ),
 few AS (
-  -- In the tenant index's order, so that the count stops at the limit whatever the tenant's size.
-  SELECT count(*) <= ${VECTOR_SCAN_LIMIT} AS yes
-  FROM (SELECT 1 FROM knowledge_chunks WHERE tenant_id = ${TENANT} ORDER BY tenant_id, source_id, seq LIMIT ${VECTOR_SCAN_LIMIT} + 1) AS x
+  -- Counted only when the caller does not know the tenant to be large ($13; CASE leaves the count unread then, and
+  -- so unrun), in the tenant index's order, so that the count stops at the limit whatever the tenant's size.
+  SELECT CASE WHEN ${KNOWN_LARGE} THEN false
+    ELSE (SELECT count(*) <= ${VECTOR_SCAN_LIMIT} FROM (SELECT 1 FROM knowledge_chunks WHERE tenant_id = ${TENANT} ORDER BY tenant_id, source_id, seq LIMIT ${VECTOR_SCAN_LIMIT} + 1) AS x)
+  END AS yes
 ),
 ${rankedLevel('every_level', 'every_word', 'every_word', 'true')}
 ${rankedLevel('but_one_level', 'but_one', 'any_word', `NOT (SELECT yes FROM few) AND (SELECT count(*) FROM every_level) < ${STRICT_ENOUGH}`)}
@@ -221,30 +231,23 @@ hits AS (
   FROM candidates c JOIN terms t ON c.search_vector @@ t.tsq
 ),
 rarity AS (
-  SELECT t.lexeme, ln(1 + ((SELECT count(*) FROM candidates) - count(h.seq) + 0.5) / (count(h.seq) + 0.5)) AS idf
+  SELECT t.lexeme, t.english, t.spanish, ln(1 + ((SELECT count(*) FROM candidates) - count(h.seq) + 0.5) / (count(h.seq) + 0.5)) AS idf
   FROM terms t LEFT JOIN hits h ON h.lexeme = t.lexeme
-  GROUP BY t.lexeme
+  GROUP BY t.lexeme, t.english, t.spanish
+),
+totals AS (
+  SELECT sum(idf) FILTER (WHERE english) AS english, sum(idf) FILTER (WHERE spanish) AS spanish FROM rarity
 ),
 keyword AS (
-  SELECT h.source_id, h.seq, sum(r.idf * h.rank) AS score
+  -- The score, and the coverage: the share of the question's idf weight the passage holds in whichever language it
+  -- covers better (a language of which it holds no term does not count).
+  SELECT h.source_id, h.seq, sum(r.idf * h.rank) AS score,
+    coalesce(greatest(sum(r.idf) FILTER (WHERE r.english) / nullif((SELECT english FROM totals), 0),
+                      sum(r.idf) FILTER (WHERE r.spanish) / nullif((SELECT spanish FROM totals), 0)), 0) AS coverage
   FROM hits h JOIN rarity r ON r.lexeme = h.lexeme
   GROUP BY h.source_id, h.seq
   ORDER BY score DESC, h.source_id, h.seq
   LIMIT ${SIDE_DEPTH}
-),
-totals AS (
-  SELECT t.cfg, sum(r.idf) AS total FROM language_terms t JOIN rarity r ON r.lexeme = t.lexeme GROUP BY t.cfg
-),
-covered AS (
-  SELECT k.source_id, k.seq, k.score, coalesce(max(x.matched / nullif(tot.total, 0)), 0) AS coverage
-  FROM keyword k
-  JOIN (
-    SELECT h.source_id, h.seq, t.cfg, sum(r.idf) AS matched
-    FROM hits h JOIN language_terms t ON t.lexeme = h.lexeme JOIN rarity r ON r.lexeme = h.lexeme
-    GROUP BY h.source_id, h.seq, t.cfg
-  ) AS x ON x.source_id = k.source_id AND x.seq = k.seq
-  JOIN totals tot ON tot.cfg = x.cfg
-  GROUP BY k.source_id, k.seq, k.score
 ),
 pool AS (
   -- A few chunks: all of them, read as the first VECTOR_SCAN_LIMIT of the tenant's (which are all there are). Bounded so in the
@@ -278,7 +281,7 @@ vector AS (
 fused AS (
   SELECT source_id, seq, sum(part) AS score
   FROM (
-    SELECT source_id, seq, $10::float8 * coverage * score / (SELECT max(score) FROM keyword) AS part FROM covered
+    SELECT source_id, seq, $10::float8 * coverage * score / (SELECT max(score) FROM keyword) AS part FROM keyword
     UNION ALL
     SELECT source_id, seq, $11::float8 * sim FROM vector
   ) AS sides
@@ -287,7 +290,8 @@ fused AS (
   ORDER BY score DESC, source_id, seq
   LIMIT ${LIMIT}
 )
-SELECT f.score, s.id AS source_id, s.kind, s.website_id, s.title, coalesce(s.canonical_url, s.url) AS url, c.text, s.updated_at
+SELECT f.score, s.id AS source_id, s.kind, s.website_id, s.title, coalesce(s.canonical_url, s.url) AS url, c.text, s.updated_at,
+  NOT (SELECT yes FROM few) AS large
 FROM fused f
 JOIN knowledge_chunks c ON c.source_id = f.source_id AND c.seq = f.seq
 JOIN knowledge_sources s ON s.id = c.source_id
@@ -308,6 +312,7 @@ export const searchRepo = {
       p.weights.keyword,
       p.vector ? p.weights.vector : 0,
       p.limit,
+      p.knownLarge,
     ]);
     return rows.map((row) => ({ ...row, score: Number(row.score) }));
   },

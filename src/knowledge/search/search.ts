@@ -7,6 +7,7 @@ import { requireProperty } from '../common.js';
 import type { Embedder } from '../crawler/embedder.js';
 import type { SourceKind } from '../repo.js';
 import type { SearchBody, SearchResults } from './schema.js';
+import type { LargeTenants } from './large-tenants.js';
 import { searchRepo, type SearchRow } from './search-repo.js';
 
 type SearchInput = Static<typeof SearchBody>;
@@ -56,6 +57,8 @@ export interface SearchDeps {
   db: Db;
   embedder: Embedder;
   log?: Logger;
+  /** The tenants lately found large, kept across searches; absent: every search counts its tenant's chunks. */
+  largeTenants?: LargeTenants;
 }
 
 /**
@@ -73,6 +76,7 @@ export async function searchKnowledge(deps: SearchDeps, ctx: Ctx, input: SearchI
   const kinds = input.sourceTypes ? [...new Set(input.sourceTypes.flatMap((type) => KINDS[type]))] : ALL_KINDS;
   const weights = WEIGHTS[mode];
   const vector = weights.vector > 0 ? await embedQuery(deps, query) : undefined;
+  const knownLarge = deps.largeTenants?.has(tenantId, Date.now()) ?? false;
   const rows = await searchRepo.search(db, {
     tenantId,
     query,
@@ -81,7 +85,10 @@ export async function searchKnowledge(deps: SearchDeps, ctx: Ctx, input: SearchI
     vector,
     weights,
     limit: input.limit ?? 5,
+    knownLarge,
   });
+  const counted = rows[0];
+  if (counted && !knownLarge) deps.largeTenants?.record(tenantId, counted.large, Date.now());
   const best = weights.keyword + (vector ? weights.vector : 0);
   return { results: rows.map((row) => resultOf(row, best)) };
 }
