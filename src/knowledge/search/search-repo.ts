@@ -124,7 +124,8 @@ ${name} AS (
  * VECTOR_SCAN_LIMIT chunks) then every word but one; then any of its words, at most ANY_WORD_LIMIT of them (a guest
  * writes a sentence, not a list of words every passage must hold); the q CTE writes each level's query, in the
  * statement itself (a SQL function is planned again on every call). Every word but one is for large knowledge bases
- * only: there any word means tens of thousands of chunks of which only an arbitrary few can be ranked, while a small one ranks them all, and a passage holding the question's
+ * only: there any word means tens of thousands of chunks of which only an arbitrary few can be ranked, while a small
+ * one ranks them all, and a passage holding the question's
  * one rare word then outranks those holding its common ones. The best candidates are ranked again by a BM25-like
  * sum over the question's lexemes of idf × ts_rank, the idf taken among those candidates, so that a rare word
  * of the question ("sauna") outweighs a common one ("time"). A question with no lexeme left in english or none
