@@ -1,5 +1,5 @@
 import type { Db } from '../db/driver.js';
-import { olderThan } from '../db/sql.js';
+import { olderThan, pageLimit } from '../db/sql.js';
 import type { RequestStatus } from '../messaging/repo.js';
 import type { MessageContent, MessageSource } from './repo.js';
 
@@ -77,7 +77,6 @@ export const messageRepo = {
     if (page.before) {
       where += ` AND ${olderThan(params, 'm.created_at', 'm.id', page.before)}`;
     }
-    params.push(page.limit);
-    return ofConversation(db, params, where, `ORDER BY m.created_at DESC, m.id DESC LIMIT $${params.length}`);
+    return ofConversation(db, params, where, `ORDER BY m.created_at DESC, m.id DESC LIMIT ${pageLimit(page.limit)}`);
   },
 };

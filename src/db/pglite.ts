@@ -2,6 +2,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import path from 'node:path';
 import { mkdirSync } from 'node:fs';
+import { setFlagsFromString } from 'node:v8';
 import type { PGlite } from '@electric-sql/pglite';
 import type { Db, Tx } from './interface.js';
 import { BUILT_TEMPLATE_DIR, seedFromTemplate } from './pglite-template.js';
@@ -112,6 +113,10 @@ export async function openPglite(options: { dataDir: string; schema: string; tem
     dataDir = path.resolve(options.dataDir, 'pgdata');
     mkdirSync(dataDir, { recursive: true });
   }
+  // The engine is PostgreSQL compiled to WebAssembly. By default V8 compiles it at once (Liftoff) and then its hot
+  // functions again in the background (TurboFan), which competes for the CPU with the start and the first work of a
+  // node; Liftoff alone is kept (docs/decisions.md, "Embedded engine compiled once"). Set before the module compiles.
+  setFlagsFromString('--liftoff-only');
   // Loaded only when used: a PostgreSQL deployment should not carry the embedded engine's memory.
   const [{ PGlite }, { pg_trgm }, { btree_gin }] = await Promise.all([
     import('@electric-sql/pglite'),

@@ -2,6 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Db } from '../../src/db/driver.js';
 import { sharedDatabase } from '../helpers/shared-db.js';
+import { pageLimit } from '../../src/db/sql.js';
 
 // The planner is left as the server configures it: no connection of ours carries planner settings of its own.
 
@@ -31,4 +32,11 @@ test('only the job claim sets planner settings, the ones its decision records', 
     `SELECT proname AS name, proconfig AS config FROM pg_proc WHERE pronamespace = current_schema()::regnamespace AND proconfig IS NOT NULL ORDER BY proname`,
   );
   assert.deepEqual(tuned, [{ name: 'jobs_claim', config: ['enable_sort=off', 'enable_bitmapscan=off', 'jit=off'] }]);
+});
+
+test('a page size is written into a statement only when it is one', () => {
+  // The messages page writes its size in the text so that its kept plan knows it (src/db/sql.ts, pageLimit).
+  assert.equal(pageLimit(26), '26');
+  assert.equal(pageLimit(1), '1');
+  for (const bad of [0, -1, 1001, 2.5, Number.NaN, Number.POSITIVE_INFINITY]) assert.throws(() => pageLimit(bad), RangeError);
 });
