@@ -115,7 +115,7 @@ export async function openPglite(options: { dataDir: string; schema: string; tem
   }
   // The engine is PostgreSQL compiled to WebAssembly. By default V8 compiles it at once (Liftoff) and then its hot
   // functions again in the background (TurboFan), which competes for the CPU with the start and the first work of a
-  // node; Liftoff alone is kept (docs/decisions.md, "Embedded engine compiled once"). Set before the module compiles.
+  // node; so Liftoff alone compiles it (docs/decisions.md, "Compiled start"). Set before the module compiles.
   setFlagsFromString('--liftoff-only');
   // Loaded only when used: a PostgreSQL deployment should not carry the embedded engine's memory.
   const [{ PGlite }, { pg_trgm }, { btree_gin }] = await Promise.all([

@@ -53,7 +53,7 @@ export function equalIfGiven(params: unknown[], filters: Record<string, string |
 /**
  * A page size written into the statement's text rather than bound: a kept generic plan of `LIMIT $n` assumes a
  * tenth of the rows, which on a long list makes it look costlier than planning each call, so PostgreSQL plans
- * every call instead of keeping it. Page sizes are few (1..1,000), so are the statements. Never input unchecked.
+ * every call instead of keeping it. Page sizes are few (1..1,000), so are the statements; checked, as it becomes SQL.
  */
 export function pageLimit(limit: number): string {
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > 1_000) throw new RangeError(`page limit out of range: ${limit}`);
