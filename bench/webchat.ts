@@ -249,7 +249,9 @@ export async function runWebchat(db: DbKind, postgresUrl: string | undefined, pl
     // Warm-up at the offered rate, unmeasured: a node's first seconds under load open its pool's connections and
     // compile its hot paths, which a node that has been serving does not pay again. Numbered after the measured ones.
     const warmUp = rate * WARM_UP_SECONDS;
-    await Promise.race([Promise.all(await offer(total, warmUp)), sleep(60_000)]);
+    const warmed = await Promise.race([Promise.all(await offer(total, warmUp)).then(() => true), sleep(60_000).then(() => false)]);
+    // A reply still awaited would be taken for a measured message's: the measured run starts from none.
+    if (!warmed) throw new Error(`the ${warmUp} warm-up messages were not all answered within 60 s`);
     if (refused > 0) throw new Error(`${refused} of the ${warmUp} warm-up messages were refused`);
 
     const commitsBefore = db === 'postgres' ? await pgCommits(pgUrl) : undefined;

@@ -125,10 +125,9 @@ ${name} AS (
  * writes a sentence, not a list of words every passage must hold); the q CTE writes each level's query, in the
  * statement itself (a SQL function is planned again on every call). Every word but one is for large knowledge bases
  * only: there any word means tens of thousands of chunks of which only an arbitrary few can be ranked, while a small
- * one ranks them all, and a passage holding the question's
- * one rare word then outranks those holding its common ones. The best candidates are ranked again by a BM25-like
- * sum over the question's lexemes of idf × ts_rank, the idf taken among those candidates, so that a rare word
- * of the question ("sauna") outweighs a common one ("time"). A question with no lexeme left in english or none
+ * one ranks them all, and a passage holding the question's one rare word then outranks those holding its common
+ * ones. The best candidates are ranked again by a BM25-like sum over the question's lexemes of idf × ts_rank, the
+ * idf taken among those candidates, so that a rare word of the question ("sauna") outweighs a common one ("time"). A question with no lexeme left in english or none
  * in spanish (only stop words of either, punctuation, emoji) finds nothing on either side.
  * Vector side: chunks with a stored vector of the question's model, scored by the cosine of their ternary sign
  * sketches (bits where components are positive, bits where they are negative): the cosine of the vectors with each
