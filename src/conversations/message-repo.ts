@@ -53,7 +53,7 @@ async function ofConversation(db: Db, params: unknown[], where: string, tail = '
   );
   if (rows.length === 0) return undefined;
   const messages: MessageRow[] = [];
-  // Rows kept as the driver made them, channel_kind and all: copying each without it cost more than the rest of a read.
+  // Rows kept as the driver made them, channel_kind and all: every reader goes through messageView, which picks its fields.
   for (const row of rows) if (row.id !== null) messages.push(row);
   return { channelKind: rows[0].channel_kind, messages };
 }

@@ -127,8 +127,9 @@ ${name} AS (
  * only: there any word means tens of thousands of chunks of which only an arbitrary few can be ranked, while a small
  * one ranks them all, and a passage holding the question's one rare word then outranks those holding its common
  * ones. The best candidates are ranked again by a BM25-like sum over the question's lexemes of idf × ts_rank, the
- * idf taken among those candidates, so that a rare word of the question ("sauna") outweighs a common one ("time"). A question with no lexeme left in english or none
- * in spanish (only stop words of either, punctuation, emoji) finds nothing on either side.
+ * idf taken among those candidates, so that a rare word of the question ("sauna") outweighs a common one ("time").
+ * A question with no lexeme left in english or none in spanish (only stop words of either, punctuation, emoji) finds
+ * nothing on either side.
  * Vector side: chunks with a stored vector of the question's model, scored by the cosine of their ternary sign
  * sketches (bits where components are positive, bits where they are negative): the cosine of the vectors with each
  * component reduced to its sign, from native bit operations on a few dozen bytes. The exact cosine of the real[]
