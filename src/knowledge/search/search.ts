@@ -77,20 +77,63 @@ export async function searchKnowledge(deps: SearchDeps, ctx: Ctx, input: SearchI
   const weights = WEIGHTS[mode];
   const vector = weights.vector > 0 ? await embedQuery(deps, query) : undefined;
   const knownLarge = deps.largeTenants?.has(tenantId, Date.now()) ?? false;
-  const rows = await searchRepo.search(db, {
+  const candidates = await searchRepo.search(db, {
     tenantId,
     query,
     propertyId: property === undefined ? undefined : property === 'global' ? null : property,
     kinds,
     vector,
-    weights,
-    limit: input.limit ?? 5,
     knownLarge,
   });
-  const counted = rows[0];
+  const counted = candidates[0];
   if (counted && !knownLarge) deps.largeTenants?.record(tenantId, counted.large, Date.now());
   const best = weights.keyword + (vector ? weights.vector : 0);
-  return { results: rows.map((row) => resultOf(row, best)) };
+  return { results: fuse(candidates, weights, input.limit ?? 5).map(({ row, score }) => resultOf(row, score / best)) };
+}
+
+/**
+ * The passages of both sides in one order, best first (at most `limit`). Keyword side: a BM25-like score, the sum
+ * over the question's terms a candidate holds of idf × its ts_rank there, the idf taken among the keyword candidates,
+ * so that a rare word of the question ("sauna") outweighs a common one ("time"). Fused score: keyword weight ×
+ * coverage × keyword score over the best keyword score + vector weight × cosine (both sides' strength counts, not
+ * only their order: a weak side moves little). Coverage is the share of the question's idf weight (in whichever of
+ * its two languages the passage covers better) that the passage holds: it makes the score absolute, so that a
+ * passage sharing only one common word with a question that is about something else ("a good dentist nearby" → a
+ * page saying "nearby") scores low instead of 1 for being the best of a bad lot. Reciprocal-rank fusion was measured
+ * and left out: it gives a weak side's order as much say as a strong side's (docs/decisions.md, "Search").
+ */
+export function fuse(rows: readonly SearchRow[], weights: { keyword: number; vector: number }, limit: number): Array<{ row: SearchRow; score: number }> {
+  const keyword = rows.filter((row) => row.term_ranks !== null);
+  const languages = rows[0]?.languages ?? '';
+  const idf: number[] = [];
+  for (let i = 0; i < languages.length; i++) {
+    const holding = keyword.filter((row) => row.term_ranks?.[i] != null).length;
+    idf.push(Math.log(1 + (keyword.length - holding + 0.5) / (holding + 0.5)));
+  }
+  const english = (i: number) => languages[i] !== 's';
+  const spanish = (i: number) => languages[i] !== 'e';
+  const weightOf = (language: (i: number) => boolean, holds: (i: number) => boolean) => idf.reduce((sum, w, i) => (language(i) && holds(i) ? sum + w : sum), 0);
+  const totals = { english: weightOf(english, () => true), spanish: weightOf(spanish, () => true) };
+  const keywordScores = keyword.map((row) => {
+    const ranks = row.term_ranks ?? [];
+    const holds = (i: number) => ranks[i] != null;
+    const score = idf.reduce((sum, w, i) => sum + w * (ranks[i] ?? 0), 0);
+    const coverage = Math.max(totals.english > 0 ? weightOf(english, holds) / totals.english : 0, totals.spanish > 0 ? weightOf(spanish, holds) / totals.spanish : 0);
+    return { row, score, coverage };
+  });
+  const bestKeyword = Math.max(0, ...keywordScores.map((k) => k.score));
+  const fused = new Map<SearchRow, number>();
+  if (bestKeyword > 0) for (const k of keywordScores) fused.set(k.row, weights.keyword * k.coverage * (k.score / bestKeyword));
+  for (const row of rows) if (row.sim !== null) fused.set(row, (fused.get(row) ?? 0) + weights.vector * row.sim);
+  return [...fused]
+    .filter(([, score]) => score > 0)
+    .sort(([a, x], [b, y]) => y - x || compare(a.source_id, b.source_id) || a.seq - b.seq)
+    .slice(0, limit)
+    .map(([row, score]) => ({ row, score }));
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /**
@@ -107,14 +150,15 @@ async function embedQuery(deps: SearchDeps, query: string): Promise<{ model: str
   }
 }
 
-function resultOf(row: SearchRow, best: number): SearchResult {
+/** A fused passage as the API answers it; `score` is already over the most the sides could give. */
+function resultOf(row: SearchRow, score: number): SearchResult {
   return {
     sourceId: row.source_id,
     ...(row.website_id ? { websiteId: row.website_id } : {}),
     title: row.title ?? '',
     ...(row.url ? { url: row.url } : {}),
     text: row.text,
-    score: best > 0 ? Math.min(1, Math.round((row.score / best) * 10000) / 10000) : 0,
+    score: Math.min(1, Math.round(score * 10000) / 10000),
     updatedAt: row.updated_at.toISOString(),
   };
 }
