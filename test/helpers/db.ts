@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { openDb, type Db } from '../../src/db/driver.js';
+import { migrate } from '../../src/db/migrate.js';
 
 /**
  * Each test file gets its own database namespace: a fresh schema on the PostgreSQL server when
@@ -16,6 +18,20 @@ export async function isolatedDatabase(): Promise<{ env: Record<string, string>;
       await client.connect();
       await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
       await client.end();
+    },
+  };
+}
+
+/** An isolated database (see isolatedDatabase) opened and migrated, for tests of SQL rules without a server. */
+export async function migratedDatabase(): Promise<{ db: Db; close: () => Promise<void> }> {
+  const isolated = await isolatedDatabase();
+  const db = await openDb({ databaseUrl: isolated.env.DATABASE_URL, schema: isolated.env.DATABASE_SCHEMA, dataDir: isolated.env.DATA_DIR ?? '' });
+  await migrate(db);
+  return {
+    db,
+    close: async () => {
+      await db.close();
+      await isolated.drop();
     },
   };
 }

@@ -11,7 +11,6 @@ function row(sourceId: string, ranks: Array<number | null> | null, sim: number |
     term_ranks: ranks,
     sim,
     languages: 'ee',
-    kind: 'text',
     website_id: null,
     title: sourceId,
     url: null,

@@ -1,24 +1,17 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { openDb, type Db } from '../../src/db/driver.js';
-import { migrate } from '../../src/db/migrate.js';
+import type { Db } from '../../src/db/driver.js';
 import { sendRefusal } from '../../src/messaging/send-rules.js';
-import { isolatedDatabase } from '../helpers/db.js';
+import { migratedDatabase } from '../helpers/db.js';
 
 // The send rules, each in one function file: send_refusal, reply_window, message_status_moves.
 
 let db: Db;
-let drop: () => Promise<void>;
+let close: () => Promise<void>;
 before(async () => {
-  const isolated = await isolatedDatabase();
-  drop = isolated.drop;
-  db = await openDb({ databaseUrl: isolated.env.DATABASE_URL, schema: isolated.env.DATABASE_SCHEMA, dataDir: isolated.env.DATA_DIR ?? '' });
-  await migrate(db);
+  ({ db, close } = await migratedDatabase());
 });
-after(async () => {
-  await db.close();
-  await drop();
-});
+after(() => close());
 
 test('send_refusal: channel, then opt-out, then consent where required; facts not read are not checked', async () => {
   assert.equal(await sendRefusal(db, { channelAvailable: false, optedOut: true, consentRequired: true, consent: false }), 'channel_unavailable');

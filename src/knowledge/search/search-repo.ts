@@ -44,7 +44,6 @@ export interface SearchRow {
   sim: number | null;
   /** Whose lexeme each of the question's terms is, a letter each: e English, s Spanish, b both (the same on every row). */
   languages: string;
-  kind: SourceKind;
   website_id: string | null;
   title: string | null;
   url: string | null;
@@ -84,33 +83,42 @@ const VISIBLE = `
              ELSE coalesce(CASE WHEN s.kind = 'website_page' THEN ws.property_id ELSE s.property_id END, ${PROPERTY}) = ${PROPERTY} END`;
 
 /** What a result cites, read where visibility reads the source (`c` the chunk, `s` its source) and carried along. */
-const CITED = 'c.text, s.kind, s.website_id, s.title, coalesce(s.canonical_url, s.url) AS url, s.updated_at';
-const CARRIED = 'text, kind, website_id, title, url, updated_at';
+const CITED = 'c.text, s.website_id, s.title, coalesce(s.canonical_url, s.url) AS url, s.updated_at';
+const CARRIED = 'text, website_id, title, url, updated_at';
 
 /**
  * The candidate level `name`: the tenant's chunks matching q's `query` (with `firstMatches`, only the first that many
- * found, in no particular order), the best KEYWORD_DEPTH of them by ts_rank against q's `rankBy`, and of those the
- * visible ones. Runs only when `when` holds (a condition on the levels before it, evaluated once per search). The
- * ranking sorts ids only; the best chunks' other columns are read after it.
+ * found, in no particular order), the ids of the best KEYWORD_DEPTH of them by ts_rank against q's `rankBy`. Runs only
+ * when `when` holds (a condition on the levels before it, evaluated once per search). Visibility is applied to the
+ * levels' ids together (KEYWORD).
  */
 function rankedLevel(name: string, query: 'every_word' | 'but_one' | 'any_word', rankBy: 'every_word' | 'any_word', when: string, firstMatches?: number): string {
   return `
 ${name} AS (
-  SELECT c.source_id, c.seq, c.search_vector, c.embedding_model, c.embedding_signs, ${CITED}
+  SELECT source_id, seq
   FROM (
-    SELECT source_id, seq, rank
-    FROM (
-      SELECT source_id, seq, ts_rank(search_vector, (SELECT ${rankBy} FROM q)) AS rank
-      FROM knowledge_chunks
-      WHERE tenant_id = ${TENANT} AND search_vector @@ (SELECT ${query} FROM q) AND ${when}${firstMatches ? `
-      LIMIT ${firstMatches}` : ''}
-    ) AS matches
-    ORDER BY rank DESC, source_id, seq
-    LIMIT ${KEYWORD_DEPTH}
-  ) AS best
-  JOIN knowledge_chunks c ON c.source_id = best.source_id AND c.seq = best.seq ${VISIBLE}
+    SELECT source_id, seq, ts_rank(search_vector, (SELECT ${rankBy} FROM q)) AS rank
+    FROM knowledge_chunks
+    WHERE tenant_id = ${TENANT} AND search_vector @@ (SELECT ${query} FROM q) AND ${when}${firstMatches ? `
+    LIMIT ${firstMatches}` : ''}
+  ) AS matches
+  ORDER BY rank DESC, source_id, seq
+  LIMIT ${KEYWORD_DEPTH}
 ),`;
 }
+
+/**
+ * The keyword side's candidates: the visible chunks among the levels' ids, with what a result cites. Each candidate's
+ * words are taken once into memory: a stored tsvector is kept compressed, and each term's rank in the final select
+ * would decompress it again. setweight to D is the identity here (to_tsvector gives every position weight D); it
+ * returns the vector as a new, uncompressed value.
+ */
+const KEYWORD = `
+keyword AS (
+  SELECT c.source_id, c.seq, setweight(c.search_vector, 'D') AS search_vector, c.embedding_model, c.embedding_signs, ${CITED}
+  FROM (SELECT source_id, seq FROM every_level UNION ALL SELECT source_id, seq FROM fallback_level) AS best
+  JOIN knowledge_chunks c ON c.source_id = best.source_id AND c.seq = best.seq ${VISIBLE}
+),`;
 
 /**
  * Whether the tenant has at most VECTOR_SCAN_LIMIT chunks, counted in the tenant index's order, so that the count
@@ -171,9 +179,10 @@ candidates AS (
 /**
  * The candidates of hybrid search in one statement, the same on PostgreSQL and PGlite; search.ts ranks and fuses them.
  * Keyword side: the question's queries (knowledge_question: its words as English or Spanish lexemes, as its language
- * tells). Candidates: the chunks holding every word of the question; when none of them is visible (a guest writes
- * a sentence, not a list of words every passage must hold), on a small knowledge base those holding any of its words,
- * on a large one, where a common word is in tens of thousands of chunks, those holding every word but one. Each
+ * tells). Candidates: the chunks holding every word of the question; when the tenant has none (a guest writes a
+ * sentence, not a list of words every passage must hold), on a small knowledge base those holding any of its words,
+ * on a large one, where a common word is in tens of thousands of chunks, those holding every word but one; of the
+ * level's best, the visible ones (visibility read once for both levels: one join in the plan, not two). Each
  * candidate comes with the ts_rank of each of the question's terms, for the fusion's rarity weighting. A question
  * with no lexeme finds nothing on either side.
  * Vector side: chunks with a stored vector of the question's model, scored by the cosine of their ternary sign
@@ -202,14 +211,7 @@ ${rankedLevel('every_level', 'every_word', 'every_word', 'true')}
 ${knownLarge
   ? rankedLevel('fallback_level', 'but_one', 'any_word', 'NOT EXISTS (SELECT 1 FROM every_level)')
   : rankedLevel('fallback_level', 'any_word', 'any_word', 'NOT EXISTS (SELECT 1 FROM every_level)', ANY_WORD_LIMIT)}
-keyword AS (
-  -- Each candidate's words once in memory: a stored tsvector is kept compressed, and each term's rank below would
-  -- decompress it again. setweight to D is the identity here (to_tsvector gives every position weight D); it
-  -- returns the vector as a new, uncompressed value.
-  SELECT source_id, seq, setweight(search_vector, 'D') AS search_vector, embedding_model, embedding_signs, ${CARRIED} FROM every_level
-  UNION ALL
-  SELECT source_id, seq, setweight(search_vector, 'D'), embedding_model, embedding_signs, ${CARRIED} FROM fallback_level
-),
+${KEYWORD}
 ${knownLarge ? LARGE_CANDIDATES : ANY_SIZE_CANDIDATES}
 SELECT c.source_id, c.seq,
   CASE WHEN c.search_vector IS NOT NULL THEN
