@@ -283,12 +283,10 @@ async function load(postgresUrl: string, quick: boolean): Promise<NonNullable<Se
     const bareWindows: Window[] = [];
     const rounds: number[] = [];
     for (let i = 0; i < ROUNDS; i += 1) {
-      const pair = async (first: 'hybrid' | 'bare') => {
-        const a = await drive(16, seconds / ROUNDS, first === 'hybrid' ? hybridRun : bareRun);
-        const b = await drive(16, seconds / ROUNDS, first === 'hybrid' ? bareRun : hybridRun);
-        return first === 'hybrid' ? [a, b] : [b, a];
-      };
-      const [h, b] = await pair(i % 2 === 0 ? 'hybrid' : 'bare');
+      const hybridFirst = i % 2 === 0;
+      const first = await drive(16, seconds / ROUNDS, hybridFirst ? hybridRun : bareRun);
+      const second = await drive(16, seconds / ROUNDS, hybridFirst ? bareRun : hybridRun);
+      const [h, b] = hybridFirst ? [first, second] : [second, first];
       hybridWindows.push(h);
       bareWindows.push(b);
       rounds.push(round(h.latencies.length / h.seconds / (b.latencies.length / b.seconds), 2));
