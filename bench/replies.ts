@@ -42,6 +42,8 @@ export interface RepliesResult {
   /** While the worker node sends them. */
   repliesWhileSending: RepliesLoad;
   ratioWhileSending: number;
+  /** Requests the worker node sent per second during that load (warm-up included): what the machine did besides. */
+  sendsWhileSending: number;
   /** What the second reply load left queued, drained before the next phases. */
   drainAfterSending: Drain;
   messagesList: RepliesLoad;
@@ -179,8 +181,10 @@ export async function runReplies(postgresUrl: string, timing: Timing): Promise<R
     // The first reply load leaves its sends queued: the worker node drains them (the rate is reported), then
     // the load runs again while it sends, and what that leaves is drained before the next phases, which would
     // otherwise measure the drain as much as themselves.
-    const backlog = async () =>
-      withPg(postgresUrl, async (client) => (await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${schema}.message_requests WHERE status = 'queued'`)).rows[0].n);
+    // Requests still queued, or no longer (sent, or failed: the sandbox provider never fails).
+    const requests = async (queued: boolean) =>
+      withPg(postgresUrl, async (client) => (await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${schema}.message_requests WHERE (status = 'queued') = $1`, [queued])).rows[0].n);
+    const backlog = () => requests(true);
     const drained = async (): Promise<Drain> => {
       const drainStarted = Date.now();
       const queued = await backlog();
@@ -197,7 +201,10 @@ export async function runReplies(postgresUrl: string, timing: Timing): Promise<R
     log('replies/postgres: starting a worker node (--role worker, sandbox provider)');
     worker = await startServer('replies-worker', 'worker', dbEnv, {}, { compiled: true });
     const drain = await drained();
+    const sentBefore = await requests(false);
+    const sendingStarted = Date.now();
     const repliesWhileSending = await load('POST /conversations/{id}/messages, a worker node sending', server, replyOptions, timing);
+    const sendsWhileSending = round(((await requests(false)) - sentBefore) / ((Date.now() - sendingStarted) / 1000));
     const drainAfterSending = await drained();
 
     const messagesList = await load('GET /conversations/{id}/messages (10,000 messages)', server, { url: `${base}/m2m/v1/conversations/${long}/messages`, connections: 16, headers: auth }, timing);
@@ -239,6 +246,7 @@ export async function runReplies(postgresUrl: string, timing: Timing): Promise<R
       drain,
       repliesWhileSending,
       ratioWhileSending: round(repliesWhileSending.rps / read.rps, 3),
+      sendsWhileSending,
       drainAfterSending,
       messagesList,
       paced,
@@ -260,7 +268,7 @@ export function printReplies(result: RepliesResult | undefined): void {
     row(result.read, ''),
     row(result.replies, `${fmt(result.ratio, 3)}× the read (≥ 0.5×; rounds ${result.rounds.map((r) => fmt(r.ratio, 2)).join(', ')})`),
     drainRow(result.drain, 'the worker node started'),
-    row(result.repliesWhileSending, `${fmt(result.ratioWhileSending, 3)}× the read`),
+    row(result.repliesWhileSending, `${fmt(result.ratioWhileSending, 3)}× the read; ${fmt(result.sendsWhileSending)} sends/s meanwhile`),
     drainRow(result.drainAfterSending, 'left by the row above'),
     row(result.messagesList, 'p99 < 20 ms'),
     [`queued→sent at ${result.paced.rate}/s`, '', fmt(result.paced.sent), `${result.paced.queuedToSentP50Ms} ms`, `${result.paced.queuedToSentP99Ms} ms`, '', fmt(result.paced.unsent), 'p99 < 250 ms'],
