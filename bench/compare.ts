@@ -10,9 +10,10 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import autocannon, { type Options, type RequestData } from 'autocannon';
+import autocannon, { type Options } from 'autocannon';
 import { CpuMeter, DEFAULT_POSTGRES_URL, fmt, freePort, log, sleep } from './lib.js';
-import { ADMIN_TOKEN, call, newSchema, withPg } from './procs.js';
+import { ADMIN_TOKEN, newSchema, withPg } from './procs.js';
+import { repliesLoads, seedRepliesWorld } from './replies.js';
 
 interface Side {
   name: 'A' | 'B';
@@ -77,56 +78,12 @@ async function startNode(checkout: string, schema: string, role: 'api' | 'worker
   return { child, base };
 }
 
-/** Scenario 7's world: 256 conversations opened by inbound messages, one given 10,000 messages, then analysed. */
+/** Scenario 7's world and loads (bench/replies.ts) on a checkout's API node. */
 async function prepare(name: Side['name'], checkout: string): Promise<Side> {
   const schema = newSchema(url);
   const { child, base } = await startNode(checkout, schema, 'api');
-  const { tenantId } = await call<{ tenantId: string }>(base, 'POST', '/admin/v1/tenants', { body: { name: `Compare ${name}` } });
-  const { key } = await call<{ key: string }>(base, 'POST', `/admin/v1/tenants/${tenantId}/api-keys`, { body: { name: 'compare', scopes: ['conversations:write', 'messages:read'] } });
-  const { channelId } = await call<{ channelId: string }>(base, 'POST', `/admin/v1/tenants/${tenantId}/channels`, { body: { kind: 'webchat', name: 'Web' } });
-  const conversations: string[] = [];
-  for (let i = 0; i < 256; i++) {
-    const body = { channelId, contact: { handle: `guest-${i}` }, text: 'Hola' };
-    conversations.push((await call<{ conversationId: string }>(base, 'POST', `/admin/v1/tenants/${tenantId}/inbound-messages`, { body })).conversationId);
-  }
-  const [long, readTarget, ...replied] = conversations;
-  await withPg(url, async (client) => {
-    await client.query(`SET search_path TO ${schema}, public`);
-    await client.query(
-      `INSERT INTO messages (id, tenant_id, conversation_id, direction, text, created_at)
-       SELECT 'msg_bench' || i, $1, $2, CASE WHEN i % 2 = 0 THEN 'inbound' ELSE 'outbound' END, 'message ' || i, now() - interval '1 day' + i * interval '1 second'
-       FROM generate_series(1, 10000) AS i`,
-      [tenantId, long],
-    );
-    await client.query('VACUUM ANALYZE messages');
-    await client.query('ANALYZE');
-  });
-  const headers = { authorization: `Bearer ${key}` };
-  const keyPrefix = `compare-${name}-${randomBytes(3).toString('hex')}`;
-  let next = 0;
-  return {
-    name,
-    checkout,
-    schema,
-    api: child,
-    loads: {
-      read: { url: `${base}/m2m/v1/conversations/${readTarget}`, connections: 32, headers },
-      replies: {
-        url: base,
-        connections: 32,
-        idReplacement: true,
-        requests: [
-          {
-            method: 'POST',
-            headers: { ...headers, 'content-type': 'application/json', 'idempotency-key': `${keyPrefix}-[<id>]` },
-            body: JSON.stringify({ text: 'Thanks, we will answer shortly.' }),
-            setupRequest: (request: RequestData) => ({ ...request, path: `/m2m/v1/conversations/${replied[next++ % replied.length]}/messages` }),
-          },
-        ],
-      },
-      page: { url: `${base}/m2m/v1/conversations/${long}/messages`, connections: 16, headers },
-    },
-  };
+  const world = await seedRepliesWorld(base, url, schema, `Compare ${name}`);
+  return { name, checkout, schema, api: child, loads: repliesLoads(base, world, `compare-${name}-${randomBytes(3).toString('hex')}`) };
 }
 
 async function measure(side: Side, options: Options, seconds: number): Promise<Measured> {

@@ -112,6 +112,62 @@ async function load(what: string, server: Server, options: Options, timing: Timi
   return combine(what, options, [await measure(server, options, timing.measureS)]);
 }
 
+/** Scenario 7's world, seeded through a node's admin API: the conversations and the long conversation's id. */
+export interface RepliesWorld {
+  key: string;
+  long: string;
+  readTarget: string;
+  replied: string[];
+}
+
+export async function seedRepliesWorld(base: string, postgresUrl: string, schema: string, tenantName: string): Promise<RepliesWorld> {
+  const { tenantId } = await call<{ tenantId: string }>(base, 'POST', '/admin/v1/tenants', { body: { name: tenantName } });
+  const { key } = await call<{ key: string }>(base, 'POST', `/admin/v1/tenants/${tenantId}/api-keys`, { body: { name: 'bench', scopes: ['conversations:write', 'messages:read'] } });
+  const { channelId } = await call<{ channelId: string }>(base, 'POST', `/admin/v1/tenants/${tenantId}/channels`, { body: { kind: 'webchat', name: 'Web' } });
+  const conversations: string[] = [];
+  for (let i = 0; i < CONVERSATIONS; i++) {
+    const { conversationId } = await call<{ conversationId: string }>(base, 'POST', `/admin/v1/tenants/${tenantId}/inbound-messages`, { body: { channelId, contact: { handle: `guest-${i}` }, text: 'Hola' } });
+    conversations.push(conversationId);
+  }
+  const [long, readTarget, ...replied] = conversations;
+  await withPg(postgresUrl, async (client) => {
+    await client.query(`SET search_path TO ${schema}, public`);
+    await client.query(
+      `INSERT INTO messages (id, tenant_id, conversation_id, direction, text, created_at)
+       SELECT 'msg_bench' || i, $1, $2, CASE WHEN i % 2 = 0 THEN 'inbound' ELSE 'outbound' END, 'message ' || i, now() - interval '1 day' + i * interval '1 second'
+       FROM generate_series(1, $3::int) AS i`,
+      [tenantId, long, LONG_CONVERSATION_MESSAGES],
+    );
+    await client.query('VACUUM ANALYZE messages');
+    // The other tables too, as autovacuum would have by the time a tenant has 256 conversations (bench/README).
+    await client.query('ANALYZE');
+  });
+  return { key, long, readTarget, replied };
+}
+
+/** Scenario 7's three loads on a world; the replies' Idempotency-Keys start with `keyPrefix`. */
+export function repliesLoads(base: string, world: RepliesWorld, keyPrefix: string): { read: Options; replies: Options; page: Options } {
+  const auth = { authorization: `Bearer ${world.key}` };
+  let next = 0;
+  return {
+    read: { url: `${base}/m2m/v1/conversations/${world.readTarget}`, connections: 32, headers: auth },
+    replies: {
+      url: base,
+      connections: 32,
+      idReplacement: true,
+      requests: [
+        {
+          method: 'POST',
+          headers: { ...auth, 'content-type': 'application/json', 'idempotency-key': `${keyPrefix}-[<id>]` },
+          body: JSON.stringify({ text: 'Thanks, we will answer shortly.' }),
+          setupRequest: (request: RequestData) => ({ ...request, path: `/m2m/v1/conversations/${world.replied[next++ % world.replied.length]}/messages` }),
+        },
+      ],
+    },
+    page: { url: `${base}/m2m/v1/conversations/${world.long}/messages`, connections: 16, headers: auth },
+  };
+}
+
 export async function runReplies(postgresUrl: string, timing: Timing): Promise<RepliesResult> {
   const schema = newSchema(postgresUrl);
   const dbEnv = { DATABASE_URL: postgresUrl, DATABASE_SCHEMA: schema };
@@ -121,45 +177,14 @@ export async function runReplies(postgresUrl: string, timing: Timing): Promise<R
     log('replies/postgres: starting an API node (--role api)');
     server = await startServer('replies-postgres', 'api', dbEnv, {}, { compiled: true });
     const base = server.baseUrl;
-    const { tenantId } = await call<{ tenantId: string }>(base, 'POST', '/admin/v1/tenants', { body: { name: 'Bench Replies Hotel' } });
-    const { key } = await call<{ key: string }>(base, 'POST', `/admin/v1/tenants/${tenantId}/api-keys`, { body: { name: 'bench', scopes: ['conversations:write', 'messages:read'] } });
-    const { channelId } = await call<{ channelId: string }>(base, 'POST', `/admin/v1/tenants/${tenantId}/channels`, { body: { kind: 'webchat', name: 'Web' } });
-    const conversations: string[] = [];
-    for (let i = 0; i < CONVERSATIONS; i++) {
-      const { conversationId } = await call<{ conversationId: string }>(base, 'POST', `/admin/v1/tenants/${tenantId}/inbound-messages`, { body: { channelId, contact: { handle: `guest-${i}` }, text: 'Hola' } });
-      conversations.push(conversationId);
-    }
-    const [long, readTarget, ...replied] = conversations;
-    await withPg(postgresUrl, async (client) => {
-      await client.query(`SET search_path TO ${schema}, public`);
-      await client.query(
-        `INSERT INTO messages (id, tenant_id, conversation_id, direction, text, created_at)
-         SELECT 'msg_bench' || i, $1, $2, CASE WHEN i % 2 = 0 THEN 'inbound' ELSE 'outbound' END, 'message ' || i, now() - interval '1 day' + i * interval '1 second'
-         FROM generate_series(1, $3::int) AS i`,
-        [tenantId, long, LONG_CONVERSATION_MESSAGES],
-      );
-      await client.query('VACUUM ANALYZE messages');
-      // The other tables too, as autovacuum would have by the time a tenant has 256 conversations (bench/README).
-      await client.query('ANALYZE');
-    });
+    const world = await seedRepliesWorld(base, postgresUrl, schema, 'Bench Replies Hotel');
     log(`replies/postgres: ${CONVERSATIONS} conversations, one with ${fmt(LONG_CONVERSATION_MESSAGES)} messages`);
 
-    const auth = { authorization: `Bearer ${key}` };
-    const readOptions: Options = { url: `${base}/m2m/v1/conversations/${readTarget}`, connections: 32, headers: auth };
-    let next = 0;
-    const replyOptions: Options = {
-      url: base,
-      connections: 32,
-      idReplacement: true,
-      requests: [
-        {
-          method: 'POST',
-          headers: { ...auth, 'content-type': 'application/json', 'idempotency-key': 'bench-[<id>]' },
-          body: JSON.stringify({ text: 'Thanks, we will answer shortly.' }),
-          setupRequest: (request: RequestData) => ({ ...request, path: `/m2m/v1/conversations/${replied[next++ % replied.length]}/messages` }),
-        },
-      ],
-    };
+    const { replied } = world;
+    const auth = { authorization: `Bearer ${world.key}` };
+    const loads = repliesLoads(base, world, 'bench');
+    const readOptions = loads.read;
+    const replyOptions = loads.replies;
     await autocannon({ ...readOptions, duration: timing.warmupS });
     await autocannon({ ...replyOptions, duration: timing.warmupS });
     const readWindows: Window[] = [];
@@ -207,7 +232,7 @@ export async function runReplies(postgresUrl: string, timing: Timing): Promise<R
     const sendsWhileSending = round(((await requests(false)) - sentBefore) / ((Date.now() - sendingStarted) / 1000));
     const drainAfterSending = await drained();
 
-    const messagesList = await load('GET /conversations/{id}/messages (10,000 messages)', server, { url: `${base}/m2m/v1/conversations/${long}/messages`, connections: 16, headers: auth }, timing);
+    const messagesList = await load('GET /conversations/{id}/messages (10,000 messages)', server, loads.page, timing);
 
     // Queued → sent at a steady 200 replies/s.
     const startedAt = new Date();
